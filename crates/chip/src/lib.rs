@@ -1,0 +1,27 @@
+//! The simulated chip platform.
+//!
+//! [`Gm`] is global memory: one host allocation whose device addresses are the
+//! host addresses of its bytes, with an allocator and bounds-checked access
+//! (an access outside every live allocation is an error, never UB).
+//! [`ArchProfile`] holds the per-architecture sizes (`a2a3`, `a5`), and
+//! [`LocalBuffers`] the capacity-checked L1/L0A/L0B/L0C/UB of one core.
+//!
+//! ```
+//! use simpler_chip::Gm;
+//! let gm = Gm::new(1 << 20).unwrap();
+//! let a = gm.alloc(64).unwrap();
+//! gm.write(a, &[1, 2, 3]).unwrap();
+//! let mut b = [0u8; 3];
+//! gm.read(a, &mut b).unwrap();
+//! assert_eq!(b, [1, 2, 3]);
+//! assert!(gm.read(a + 64, &mut b).is_err());
+//! ```
+#![deny(missing_docs)]
+
+mod arch;
+mod gm;
+mod local;
+
+pub use arch::ArchProfile;
+pub use gm::{Gm, GmError, GM_ALIGN};
+pub use local::{BufKind, LocalBuffers};
