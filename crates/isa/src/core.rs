@@ -1,0 +1,162 @@
+//! A simulated core as a kernel sees it.
+
+use std::{panic::Location, sync::Arc};
+
+use simpler_chip::{ArchProfile, BufKind, Gm, LocalBuffers};
+use simpler_core::{topology::CoreType, DType, KResult, KernelError};
+
+use crate::{
+    record::{BufRange, InstrRecord, Pipe},
+    Tile,
+};
+
+/// One AIC or AIV core: its local buffers, a handle to GM, and the
+/// instruction recorder. Instructions are methods (see the `instr` modules).
+///
+/// A `Core` belongs to one thread at a time: the runtime's core thread owns it
+/// and lends `&mut Core` to each kernel it runs.
+#[derive(Debug)]
+pub struct Core {
+    id: u32,
+    core_type: CoreType,
+    gm: Arc<Gm>,
+    pub(crate) bufs: LocalBuffers,
+    rec: Option<Vec<InstrRecord>>,
+    /// Scratch space reused by instructions to avoid per-instruction allocation.
+    pub(crate) scratch: [Vec<f32>; 3],
+}
+
+impl Core {
+    /// A core with id `id` of type `core_type`, buffers sized by `arch`.
+    pub fn new(id: u32, core_type: CoreType, arch: &ArchProfile, gm: Arc<Gm>) -> Core {
+        Core {
+            id,
+            core_type,
+            gm,
+            bufs: LocalBuffers::new(arch, core_type),
+            rec: None,
+            scratch: Default::default(),
+        }
+    }
+
+    /// Core id (AIC `[0, clusters)`, AIV `[clusters, 3·clusters)`).
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// AIC or AIV.
+    pub fn core_type(&self) -> CoreType {
+        self.core_type
+    }
+
+    /// Global memory.
+    pub fn gm(&self) -> &Gm {
+        &self.gm
+    }
+
+    /// Reserve a `rows × cols` tile of `dtype` in `buf`.
+    ///
+    /// # Errors
+    /// [`KernelError::LocalBufferOverflow`] when `buf` is full or this core
+    /// type has no such buffer.
+    pub fn alloc_tile(&mut self, buf: BufKind, rows: u32, cols: u32, dtype: DType) -> KResult<Tile> {
+        let bytes = rows as usize * cols as usize * dtype.size();
+        let offset = self.bufs.alloc(buf, bytes)?;
+        Ok(Tile {
+            buf,
+            offset: offset as u32,
+            rows,
+            cols,
+            dtype,
+        })
+    }
+
+    /// Release every tile (the runtime does this before each dispatch).
+    pub fn reset(&mut self) {
+        self.bufs.reset();
+    }
+
+    /// Bytes in use in `buf`.
+    pub fn buffer_used(&self, buf: BufKind) -> usize {
+        self.bufs.used(buf)
+    }
+
+    /// Start recording instructions (clears earlier records).
+    pub fn start_recording(&mut self) {
+        self.rec = Some(Vec::new());
+    }
+
+    /// Stop recording and return what was recorded.
+    pub fn take_records(&mut self) -> Vec<InstrRecord> {
+        self.rec.take().unwrap_or_default()
+    }
+
+    /// True while recording.
+    pub fn is_recording(&self) -> bool {
+        self.rec.is_some()
+    }
+
+    /// The bytes of a tile.
+    pub fn tile_bytes(&self, t: Tile) -> &[u8] {
+        &self.bufs.bytes(t.buf)[t.offset as usize..t.offset as usize + t.bytes()]
+    }
+
+    /// The bytes of a tile, mutable (tests and debugging).
+    pub fn tile_bytes_mut(&mut self, t: Tile) -> &mut [u8] {
+        &mut self.bufs.bytes_mut(t.buf)[t.offset as usize..t.offset as usize + t.bytes()]
+    }
+
+    /// Check that a tile lies inside its buffer's allocated part.
+    pub(crate) fn check_tile(&self, instr: &'static str, t: Tile) -> KResult<()> {
+        let end = t.offset as usize + t.bytes();
+        if end > self.bufs.used(t.buf) || end > self.bufs.capacity(t.buf) {
+            return Err(KernelError::BadOperand {
+                instr,
+                msg: format!(
+                    "tile {}x{} {} at {}+{} is not allocated in {}",
+                    t.rows,
+                    t.cols,
+                    t.dtype,
+                    t.buf.name(),
+                    t.offset,
+                    t.buf.name()
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Append a record when recording is on. Costs one branch when off.
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn record(
+        &mut self,
+        mnemonic: &'static str,
+        pipe: Pipe,
+        reads: [Option<BufRange>; 3],
+        write: Option<BufRange>,
+        size: u64,
+        gm: Option<(u64, u64)>,
+        loc: &'static Location<'static>,
+    ) {
+        if let Some(rec) = &mut self.rec {
+            rec.push(InstrRecord {
+                mnemonic,
+                pipe,
+                reads,
+                write,
+                size,
+                gm,
+                loc,
+            });
+        }
+    }
+
+    /// Account `n` scalar-unit operations (loop bookkeeping, address math),
+    /// so traces show the SCALAR pipe. No functional effect.
+    #[track_caller]
+    pub fn scalar_ops(&mut self, n: u32) {
+        let loc = Location::caller();
+        self.record("SCALAR", Pipe::Scalar, [None; 3], None, u64::from(n), None, loc);
+    }
+}
