@@ -10,6 +10,10 @@ use std::fmt;
 pub struct TaskId(pub u64);
 
 impl TaskId {
+    /// "No task": the owner of buffers that no task created (orchestration
+    /// arguments, scope-owned accumulators). `0x0` is a real task id.
+    pub const NONE: TaskId = TaskId(u64::MAX);
+
     /// Build from a ring and a local id.
     pub fn new(ring: u32, local: u32) -> TaskId {
         TaskId((u64::from(ring) << 32) | u64::from(local))

@@ -22,7 +22,7 @@ pub struct ChipTensor {
     pub addr: u64,
     /// Bytes of the underlying buffer.
     pub size: u64,
-    /// Task that created the buffer (0 for orchestration arguments).
+    /// Task that created the buffer ([`TaskId::NONE`] when no task did).
     pub owner_task_id: TaskId,
     /// Offset of the view's first element, in elements.
     pub start_offset: u64,
@@ -78,7 +78,7 @@ impl ChipTensor {
         let mut t = ChipTensor {
             addr,
             size: numel * dtype.size() as u64,
-            owner_task_id: TaskId(0),
+            owner_task_id: TaskId::NONE,
             start_offset: 0,
             version: 0,
             ndims: shape.len() as u32,

@@ -126,6 +126,12 @@ impl Core {
         Ok(())
     }
 
+    /// Disjoint borrows of GM, the local buffers and the scratch vectors, so
+    /// that an instruction can gather from GM straight into a tile.
+    pub(crate) fn parts_mut(&mut self) -> (&Gm, &mut LocalBuffers, &mut [Vec<f32>; 3]) {
+        (&self.gm, &mut self.bufs, &mut self.scratch)
+    }
+
     /// Append a record when recording is on. Costs one branch when off.
     #[inline]
     #[allow(clippy::too_many_arguments)]

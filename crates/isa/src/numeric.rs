@@ -46,3 +46,46 @@ pub fn load_f64(bytes: &[u8], dtype: DType, i: usize) -> f64 {
         DType::Uint64 => u64::from_le_bytes(b.try_into().unwrap()) as f64,
     }
 }
+
+/// f32 → i32, round-to-nearest-even, saturating at `i32::MIN`/`i32::MAX`
+/// (±inf included); NaN → 0.
+pub fn f32_to_i32_rne(x: f32) -> i32 {
+    // `as` saturates and maps NaN to 0; the rounding before it is exact.
+    x.round_ties_even() as i32
+}
+
+/// i32 → bf16 bits with a single round-to-nearest-even of the exact integer
+/// (not via f32, which would round twice).
+pub fn i32_to_bf16(x: i32) -> u16 {
+    f32_to_bf16(round_i32_to_sig_bits(x, 8))
+}
+
+/// i32 → f16 bits with a single round-to-nearest-even of the exact integer;
+/// magnitudes that round to 65536 or more become ±inf.
+pub fn i32_to_f16(x: i32) -> u16 {
+    f32_to_f16(round_i32_to_sig_bits(x, 11))
+}
+
+/// `x` rounded (RNE) to `bits` significant bits, as an exact f32
+/// (`1 <= bits <= 24`). Narrowing the result to a float type with `bits`
+/// significand bits is then exact (or overflows to inf as IEEE requires).
+pub(crate) fn round_i32_to_sig_bits(x: i32, bits: u32) -> f32 {
+    debug_assert!((1..=24).contains(&bits));
+    let mut u = u64::from(x.unsigned_abs());
+    let n = 64 - u.leading_zeros();
+    if n > bits {
+        let shift = n - bits;
+        let q = u >> shift;
+        let rem = u & ((1u64 << shift) - 1);
+        let half = 1u64 << (shift - 1);
+        let up = rem > half || (rem == half && q & 1 == 1);
+        u = (q + u64::from(up)) << shift;
+    }
+    // At most `bits` (<= 24) significant bits: exact in f32.
+    let m = u as f32;
+    if x < 0 {
+        -m
+    } else {
+        m
+    }
+}

@@ -1,0 +1,77 @@
+//! Run configuration.
+
+use std::time::Duration;
+
+use simpler_chip::ArchProfile;
+
+use crate::RuntimeError;
+
+/// How the simulated chip and the runtime are set up for a run.
+#[derive(Debug, Clone)]
+pub struct RuntimeConfig {
+    /// Architecture profile (`a2a3` default, `a5`).
+    pub arch: ArchProfile,
+    /// Number of clusters (1 AIC + 2 AIV each).
+    pub clusters: u32,
+    /// Scheduler threads on the simulated AICPU.
+    pub sched_threads: u32,
+    /// Bytes of global memory to reserve.
+    pub gm_bytes: u64,
+    /// Task slots per ring: how far orchestration may run ahead of completion.
+    pub task_window: u32,
+    /// Dispatches a core may have queued (1 = strictly one at a time).
+    pub core_queue_depth: u32,
+    /// Abort the run when it takes longer.
+    pub timeout: Option<Duration>,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        RuntimeConfig {
+            arch: ArchProfile::a2a3(),
+            clusters: 8,
+            sched_threads: 3,
+            gm_bytes: 4 << 30,
+            task_window: 4096,
+            core_queue_depth: 2,
+            timeout: None,
+        }
+    }
+}
+
+impl RuntimeConfig {
+    /// Check the numbers against the arch profile.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Config`] naming the bad field.
+    pub fn validate(&self) -> Result<(), RuntimeError> {
+        let bad = |m: String| Err(RuntimeError::Config(m));
+        if self.clusters == 0 || self.clusters > self.arch.max_clusters {
+            return bad(format!(
+                "--clusters {} is outside 1..={} for arch {}",
+                self.clusters, self.arch.max_clusters, self.arch.name
+            ));
+        }
+        if self.sched_threads == 0 || self.sched_threads > 64 {
+            return bad(format!(
+                "--sched-threads {} is outside 1..=64",
+                self.sched_threads
+            ));
+        }
+        if self.task_window < 2 {
+            return bad(format!("task window {} must be at least 2", self.task_window));
+        }
+        if !(1..=8).contains(&self.core_queue_depth) {
+            return bad(format!(
+                "core queue depth {} is outside 1..=8",
+                self.core_queue_depth
+            ));
+        }
+        Ok(())
+    }
+
+    /// Number of cores (3 per cluster).
+    pub fn cores(&self) -> u32 {
+        3 * self.clusters
+    }
+}

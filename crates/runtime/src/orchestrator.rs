@@ -1,0 +1,446 @@
+//! The orchestration API: submit tasks, open scopes, read scalars.
+//!
+//! Runs on the caller's thread (the simulated AICPU's orchestrator thread).
+//! It owns the TensorMap, the task rings and the scope stack; schedulers only
+//! see tasks once they are wired.
+
+use std::{
+    collections::HashMap,
+    sync::{atomic::Ordering, Arc},
+    time::{Duration, Instant},
+};
+
+use crossbeam::sync::Parker;
+use simpler_core::{
+    abi::{MAX_SCALARS, MAX_TENSORS},
+    ChipTensor, TaskId, MAX_DIMS,
+};
+
+use crate::{
+    scheduler::Shared,
+    task::{Buffer, Member, Task, TaskTensor},
+    tensormap::{Access, TensorMap},
+    ArgRole, KernelRegistry, Kernels, RuntimeError, Scalar, TaskArgs, Tensor, TensorArg, TensorInfo,
+};
+
+/// Scope depths beyond this share the last ring.
+pub const MAX_RINGS: usize = 4;
+
+/// What `submit` returns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Submitted {
+    /// The new task's id.
+    pub task_id: TaskId,
+    /// Tensors allocated for its `output(..)` arguments, in order.
+    pub outputs: Vec<Tensor>,
+    /// Tasks it waits for (those still incomplete when it was submitted),
+    /// in ascending id order: the inferred edges, for diagnostics.
+    pub deps: Vec<TaskId>,
+}
+
+struct Ring {
+    next_local: u32,
+    slots: Vec<Option<Arc<Task>>>,
+}
+
+fn access(role: ArgRole) -> Access {
+    Access {
+        read: role.reads(),
+        write: role.writes_existing(),
+    }
+}
+
+/// Submits tasks; handed to the orchestration function by [`crate::Runtime::run`].
+pub struct Orchestrator<'r> {
+    shared: Arc<Shared>,
+    registry: &'r KernelRegistry,
+    window: u32,
+    rings: Vec<Ring>,
+    scopes: Vec<Vec<Arc<Buffer>>>,
+    live: HashMap<u64, Arc<Buffer>>,
+    map: TensorMap<Arc<Task>>,
+    seq: u64,
+    parker: Parker,
+    deadline: Option<Instant>,
+    timeout: Option<Duration>,
+    peak_live: u64,
+}
+
+impl<'r> Orchestrator<'r> {
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        registry: &'r KernelRegistry,
+        window: u32,
+        parker: Parker,
+        timeout: Option<Duration>,
+    ) -> Orchestrator<'r> {
+        Orchestrator {
+            shared,
+            registry,
+            window,
+            rings: (0..MAX_RINGS)
+                .map(|_| Ring {
+                    next_local: 0,
+                    slots: vec![None; window as usize],
+                })
+                .collect(),
+            scopes: vec![Vec::new()],
+            live: HashMap::new(),
+            map: TensorMap::new(),
+            seq: 0,
+            parker,
+            deadline: timeout.map(|t| Instant::now() + t),
+            timeout,
+            peak_live: 0,
+        }
+    }
+
+    /// Most tasks that were submitted and not yet complete at one time.
+    pub fn peak_live_tasks(&self) -> u64 {
+        self.peak_live
+    }
+
+    /// Current scope depth (0 = the run's top level).
+    pub fn scope_depth(&self) -> usize {
+        self.scopes.len() - 1
+    }
+
+    fn check_abort(&self) -> Result<(), RuntimeError> {
+        if self.shared.aborted() {
+            let why = self
+                .shared
+                .error()
+                .map(|e| e.to_string())
+                .unwrap_or_else(|| "stopped".into());
+            return Err(RuntimeError::Aborted(why));
+        }
+        Ok(())
+    }
+
+    /// Block (parked, no spinning) until `done()` holds, the run aborts or
+    /// the deadline passes.
+    fn wait_until(&self, done: impl Fn() -> bool) -> Result<(), RuntimeError> {
+        loop {
+            if done() {
+                return Ok(());
+            }
+            self.check_abort()?;
+            if let Some(d) = self.deadline {
+                if Instant::now() >= d {
+                    let e = RuntimeError::Timeout(self.timeout.unwrap_or_default().as_secs_f64());
+                    self.shared.fail(e.clone());
+                    return Err(e);
+                }
+            }
+            self.shared.orch_waiting.store(true, Ordering::SeqCst);
+            if !done() {
+                // The timeout only bounds a missed wake-up; completions unpark us.
+                self.parker.park_timeout(Duration::from_millis(20));
+            }
+            self.shared.orch_waiting.store(false, Ordering::SeqCst);
+        }
+    }
+
+    fn lookup(&self, id: TaskId) -> Option<Arc<Task>> {
+        let ring = self.rings.get(id.ring() as usize)?;
+        let t = ring.slots[(id.local() % self.window) as usize].as_ref()?;
+        (t.id == id && !t.is_complete()).then(|| t.clone())
+    }
+
+    fn resolve(&self, kernels: Kernels) -> Result<Vec<Member>, RuntimeError> {
+        let pairs = kernels.members();
+        if pairs.is_empty() {
+            return Err(RuntimeError::InvalidSubmit(
+                "a MIX task needs at least one member".into(),
+            ));
+        }
+        pairs
+            .into_iter()
+            .map(|(subtask, func_id)| {
+                let def = self.registry.get(func_id)?;
+                let wanted = subtask.core_type();
+                if def.core_type != wanted {
+                    return Err(RuntimeError::CoreTypeMismatch {
+                        func_id,
+                        name: def.name,
+                        actual: def.core_type,
+                        wanted,
+                    });
+                }
+                Ok(Member {
+                    subtask,
+                    func_id,
+                    name: def.name,
+                    func: def.func,
+                })
+            })
+            .collect()
+    }
+
+    fn alloc_gm(&self, bytes: u64) -> Result<u64, RuntimeError> {
+        loop {
+            match self.shared.gm.alloc(bytes) {
+                Ok(a) => return Ok(a),
+                Err(e) => {
+                    // Completing tasks free GM; wait for one unless none is running.
+                    let before = self.shared.counters.completed.load(Ordering::Acquire);
+                    if self.shared.outstanding.load(Ordering::Acquire) == 0 {
+                        return Err(e.into());
+                    }
+                    self.wait_until(|| {
+                        self.shared.counters.completed.load(Ordering::Acquire) != before
+                    })?;
+                }
+            }
+        }
+    }
+
+    fn validate_info(info: &TensorInfo) -> Result<u64, RuntimeError> {
+        if info.shape.is_empty() || info.shape.len() > MAX_DIMS {
+            return Err(RuntimeError::InvalidSubmit(format!(
+                "output shape {:?} must have 1..=5 dims",
+                info.shape
+            )));
+        }
+        info.shape
+            .iter()
+            .try_fold(info.dtype.size() as u64, |acc, &s| acc.checked_mul(u64::from(s)))
+            .ok_or_else(|| {
+                RuntimeError::InvalidSubmit(format!("output shape {:?} overflows", info.shape))
+            })
+    }
+
+    fn new_buffer(&mut self, info: &TensorInfo, owner: TaskId) -> Result<(Tensor, Arc<Buffer>), RuntimeError> {
+        let bytes = Self::validate_info(info)?;
+        let addr = self.alloc_gm(bytes)?;
+        let mut desc = ChipTensor::contiguous(addr, &info.shape, info.dtype);
+        desc.owner_task_id = owner;
+        let buf = Buffer::new(addr);
+        self.scopes.last_mut().expect("top scope").push(buf.clone());
+        self.live.insert(addr, buf.clone());
+        Ok((Tensor::from_desc(desc), buf))
+    }
+
+    /// Allocate a zero-filled tensor owned by the current scope (for
+    /// accumulators that tasks then use as `inout`).
+    ///
+    /// # Errors
+    /// Bad shape, or GM exhausted with nothing left to reclaim.
+    pub fn alloc(&mut self, info: TensorInfo) -> Result<Tensor, RuntimeError> {
+        self.check_abort()?;
+        Ok(self.new_buffer(&info, TaskId::NONE)?.0)
+    }
+
+    /// Submit a task. Dependencies are inferred from its tensors: the task
+    /// that created each runtime-allocated tensor, and earlier readers and
+    /// writers of overlapping regions (TensorMap).
+    ///
+    /// # Errors
+    /// Unknown func id, wrong core type, more than 32 tensors or 16 scalars,
+    /// a tensor used after its scope, GM exhausted, or the run already failed.
+    pub fn submit(&mut self, kernels: Kernels, args: TaskArgs) -> Result<Submitted, RuntimeError> {
+        self.check_abort()?;
+        let members = self.resolve(kernels)?;
+        if args.tensors.len() > MAX_TENSORS {
+            return Err(RuntimeError::TooManyTensors(args.tensors.len()));
+        }
+        if args.scalars.len() > MAX_SCALARS {
+            return Err(RuntimeError::TooManyScalars(args.scalars.len()));
+        }
+        if args.block_num == 0 {
+            return Err(RuntimeError::InvalidSubmit("block_num must be at least 1".into()));
+        }
+        let ring = self.scope_depth().min(MAX_RINGS - 1);
+        let local = self.rings[ring].next_local;
+        let id = TaskId::new(ring as u32, local);
+        let slot = (local % self.window) as usize;
+        // Back-pressure: the slot's previous occupant must have completed.
+        if let Some(prev) = self.rings[ring].slots[slot].clone() {
+            self.wait_until(|| prev.is_complete())?;
+        }
+
+        let mut tensors = Vec::with_capacity(args.tensors.len());
+        let mut buffers = Vec::new();
+        let mut outputs = Vec::new();
+        for (i, (arg, dump)) in args.tensors.iter().enumerate() {
+            match arg {
+                TensorArg::Existing(t, role) => {
+                    let mut desc = *t.desc();
+                    let span = desc.extent_elems * desc.dtype.size() as u64;
+                    if let Some(b) = self.live.get(&desc.addr) {
+                        b.retain();
+                        buffers.push(b.clone());
+                    } else if desc.owner_task_id != TaskId::NONE {
+                        return Err(RuntimeError::UseAfterScope { addr: desc.addr });
+                    }
+                    if span > 0 && self.shared.gm.check(desc.first_byte(), span).is_err() {
+                        return Err(RuntimeError::InvalidSubmit(format!(
+                            "tensor argument {i}: {span} bytes at 0x{:016x} are not inside live global memory",
+                            desc.first_byte()
+                        )));
+                    }
+                    if *role == ArgRole::NoDep {
+                        desc.manual_dep = true;
+                    }
+                    tensors.push(TaskTensor {
+                        desc,
+                        role: *role,
+                        dump: *dump,
+                    });
+                }
+                TensorArg::New(info) => {
+                    let (t, b) = self.new_buffer(info, id)?;
+                    b.retain();
+                    buffers.push(b);
+                    outputs.push(t);
+                    tensors.push(TaskTensor {
+                        desc: *t.desc(),
+                        role: ArgRole::Output,
+                        dump: *dump,
+                    });
+                }
+            }
+        }
+
+        let task = Arc::new(Task::new(
+            id,
+            self.seq,
+            kernels,
+            members,
+            args.block_num,
+            tensors,
+            args.scalars.clone(),
+            buffers,
+        ));
+        self.seq += 1;
+
+        // Wire dependencies.
+        let mut deps: Vec<Arc<Task>> = Vec::new();
+        let live = |t: &Arc<Task>| !t.is_complete();
+        for t in &task.tensors {
+            if matches!(t.role, ArgRole::NoDep | ArgRole::Output) {
+                continue;
+            }
+            if let Some(p) = self.lookup(t.desc.owner_task_id) {
+                deps.push(p);
+            }
+            self.map.deps(&t.desc, access(t.role), live, &mut deps);
+        }
+        for &a in &args.after {
+            if let Some(p) = self.lookup(a) {
+                deps.push(p);
+            }
+        }
+        deps.sort_by_key(|t| Arc::as_ptr(t) as usize);
+        deps.dedup_by(|a, b| Arc::ptr_eq(a, b));
+        let mut dep_ids: Vec<TaskId> = deps
+            .iter()
+            .filter(|d| d.add_dependent(&task))
+            .map(|d| d.id)
+            .collect();
+        dep_ids.sort();
+        for t in &task.tensors {
+            if !matches!(t.role, ArgRole::NoDep | ArgRole::Output) {
+                self.map.register(&t.desc, access(t.role), task.clone(), live);
+            }
+        }
+
+        self.rings[ring].slots[slot] = Some(task.clone());
+        self.rings[ring].next_local = local.wrapping_add(1);
+        let live_now = self.shared.outstanding.fetch_add(1, Ordering::AcqRel) + 1;
+        self.peak_live = self.peak_live.max(live_now);
+        if task.release_fanin() {
+            self.shared.push_ready(task);
+        }
+        Ok(Submitted {
+            task_id: id,
+            outputs,
+            deps: dep_ids,
+        })
+    }
+
+    /// Run `f` in a nested scope. Tensors allocated inside are reclaimed once
+    /// the scope has ended and every task using them has completed.
+    ///
+    /// # Errors
+    /// Whatever `f` returns.
+    pub fn scope<R>(&mut self, f: impl FnOnce(&mut Self) -> Result<R, RuntimeError>) -> Result<R, RuntimeError> {
+        self.scopes.push(Vec::new());
+        let r = f(self);
+        self.close_scope();
+        r
+    }
+
+    fn close_scope(&mut self) {
+        let bufs = self.scopes.pop().unwrap_or_default();
+        for b in bufs {
+            self.live.remove(&b.addr);
+            self.map.forget(b.addr);
+            b.release(&self.shared.gm);
+        }
+    }
+
+    /// Read element `idx` (row-major within the view) once every task that
+    /// writes it has completed. For data-dependent control flow.
+    ///
+    /// # Errors
+    /// Index out of range, or the run failed while waiting.
+    pub fn read_scalar(&mut self, t: &Tensor, idx: u64) -> Result<Scalar, RuntimeError> {
+        self.check_abort()?;
+        let desc = t.desc();
+        if idx >= desc.numel() {
+            return Err(RuntimeError::InvalidSubmit(format!(
+                "read_scalar index {idx} outside a tensor of {} elements",
+                desc.numel()
+            )));
+        }
+        let mut deps = Vec::new();
+        if let Some(p) = self.lookup(desc.owner_task_id) {
+            deps.push(p);
+        }
+        self.map.deps(desc, Access { read: true, write: false }, |t: &Arc<Task>| !t.is_complete(), &mut deps);
+        self.wait_until(|| deps.iter().all(|d| d.is_complete()))?;
+        // Row-major index → coordinates.
+        let mut coord = [0u32; MAX_DIMS];
+        let mut rem = idx;
+        for d in (0..desc.ndims as usize).rev() {
+            coord[d] = (rem % u64::from(desc.shapes[d])) as u32;
+            rem /= u64::from(desc.shapes[d]);
+        }
+        let es = desc.dtype.size();
+        let addr = desc.addr + desc.elem_offset(&coord[..desc.ndims as usize]) * es as u64;
+        let mut b = [0u8; 8];
+        self.shared
+            .gm
+            .read(addr, &mut b[..es])
+            .map_err(|e| RuntimeError::InvalidSubmit(format!("read_scalar: {e}")))?;
+        let mut bits = u64::from_le_bytes(b);
+        // Sign-extend signed integers so `Scalar::as_i64` is right.
+        if matches!(desc.dtype, simpler_core::DType::Int8 | simpler_core::DType::Int16) {
+            let shift = 64 - 8 * es as u32;
+            bits = (((bits << shift) as i64) >> shift) as u64;
+        }
+        Ok(Scalar {
+            bits,
+            dtype: desc.dtype,
+        })
+    }
+
+    /// Close the top scope and wait for every submitted task.
+    pub(crate) fn finish(&mut self) -> Result<(), RuntimeError> {
+        while !self.scopes.is_empty() {
+            self.close_scope();
+        }
+        let shared = self.shared.clone();
+        self.wait_until(|| shared.outstanding.load(Ordering::Acquire) == 0)
+    }
+
+    /// After a failure: release what scopes hold and wait (bounded) for
+    /// dispatches already on cores, so the run ends in a quiet state.
+    pub(crate) fn abandon(&mut self) {
+        while !self.scopes.is_empty() {
+            self.close_scope();
+        }
+    }
+
+}

@@ -1,0 +1,191 @@
+//! `Runtime`: a simulated chip plus kernels, ready to run orchestrations.
+
+use std::{
+    sync::{atomic::Ordering, Arc},
+    time::{Duration, Instant},
+};
+
+use crossbeam::sync::Parker;
+use simpler_chip::Gm;
+use simpler_core::{ChipTensor, DType};
+
+use crate::{
+    scheduler::Chip, KernelDef, KernelRegistry, OrchArgs, Orchestrator, RuntimeConfig, RuntimeError, Tensor,
+};
+
+/// What a finished run reports.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunReport {
+    /// Tasks submitted (and completed).
+    pub tasks: u64,
+    /// Dispatches sent to cores (blocks × members).
+    pub dispatches: u64,
+    /// Most tasks live (submitted, not complete) at one time.
+    pub peak_live_tasks: u64,
+    /// GM bytes in use after the run (uploads and results; intermediates are freed).
+    pub gm_used_bytes: u64,
+    /// Most GM bytes in use at once since the runtime was created.
+    pub gm_peak_bytes: u64,
+    /// Wall time of the run.
+    pub wall: Duration,
+}
+
+/// A simulated chip with its GM and kernels.
+///
+/// ```
+/// use simpler_core::DType;
+/// use simpler_runtime::{OrchArgs, Runtime, RuntimeConfig};
+/// let rt = Runtime::new(RuntimeConfig { gm_bytes: 1 << 20, ..Default::default() }, vec![]).unwrap();
+/// let t = rt.upload_pod(&[1.0f32, 2.0], &[2], DType::Float32).unwrap();
+/// let report = rt.run(&OrchArgs::new().tensor(t), |_o, _args| Ok(())).unwrap();
+/// assert_eq!(report.tasks, 0);
+/// assert_eq!(rt.download_pod::<f32>(&t).unwrap(), vec![1.0, 2.0]);
+/// ```
+#[derive(Debug)]
+pub struct Runtime {
+    cfg: RuntimeConfig,
+    gm: Arc<Gm>,
+    registry: KernelRegistry,
+}
+
+impl Runtime {
+    /// Reserve GM and register `kernels`.
+    ///
+    /// # Errors
+    /// Bad configuration, duplicate func ids, or GM that cannot be reserved.
+    pub fn new(cfg: RuntimeConfig, kernels: Vec<KernelDef>) -> Result<Runtime, RuntimeError> {
+        cfg.validate()?;
+        let registry = KernelRegistry::new(kernels)?;
+        let gm = Arc::new(Gm::new(cfg.gm_bytes)?);
+        Ok(Runtime { cfg, gm, registry })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &RuntimeConfig {
+        &self.cfg
+    }
+
+    /// The registered kernels.
+    pub fn registry(&self) -> &KernelRegistry {
+        &self.registry
+    }
+
+    /// Global memory.
+    pub fn gm(&self) -> &Arc<Gm> {
+        &self.gm
+    }
+
+    /// Allocate a zero-filled GM tensor (an orchestration argument).
+    ///
+    /// # Errors
+    /// Bad shape or GM exhausted.
+    pub fn alloc_tensor(&self, shape: &[u32], dtype: DType) -> Result<Tensor, RuntimeError> {
+        if shape.is_empty() || shape.len() > simpler_core::MAX_DIMS {
+            return Err(RuntimeError::InvalidSubmit(format!(
+                "shape {shape:?} must have 1..=5 dims"
+            )));
+        }
+        let bytes = shape
+            .iter()
+            .try_fold(dtype.size() as u64, |a, &s| a.checked_mul(u64::from(s)))
+            .ok_or_else(|| RuntimeError::InvalidSubmit(format!("shape {shape:?} overflows")))?;
+        let addr = self.gm.alloc(bytes)?;
+        Ok(Tensor::from_desc(ChipTensor::contiguous(addr, shape, dtype)))
+    }
+
+    /// Copy host bytes into a new GM tensor.
+    ///
+    /// # Errors
+    /// When `bytes` does not match the shape, or GM is exhausted.
+    pub fn upload(&self, bytes: &[u8], shape: &[u32], dtype: DType) -> Result<Tensor, RuntimeError> {
+        let t = self.alloc_tensor(shape, dtype)?;
+        if bytes.len() as u64 != t.desc().nbytes() {
+            let _ = self.gm.free(t.addr());
+            return Err(RuntimeError::InvalidSubmit(format!(
+                "upload of {} bytes into a {shape:?} {dtype} tensor ({} bytes)",
+                bytes.len(),
+                t.desc().nbytes()
+            )));
+        }
+        self.gm
+            .write(t.addr(), bytes)
+            .map_err(|e| RuntimeError::InvalidSubmit(e.to_string()))?;
+        Ok(t)
+    }
+
+    /// Copy a typed host slice into a new GM tensor.
+    ///
+    /// # Errors
+    /// As for [`Runtime::upload`].
+    pub fn upload_pod<T: bytemuck::Pod>(&self, data: &[T], shape: &[u32], dtype: DType) -> Result<Tensor, RuntimeError> {
+        self.upload(bytemuck::cast_slice(data), shape, dtype)
+    }
+
+    /// Gather a tensor view's bytes (row-major) from GM.
+    ///
+    /// # Errors
+    /// When the view is not inside live GM.
+    pub fn download(&self, t: &Tensor) -> Result<Vec<u8>, RuntimeError> {
+        let mut out = vec![0u8; t.desc().nbytes() as usize];
+        self.gm
+            .gather(t.desc(), &mut out)
+            .map_err(|e| RuntimeError::InvalidSubmit(e.to_string()))?;
+        Ok(out)
+    }
+
+    /// Gather a tensor view into a typed vector.
+    ///
+    /// # Errors
+    /// As for [`Runtime::download`].
+    pub fn download_pod<T: bytemuck::Pod>(&self, t: &Tensor) -> Result<Vec<T>, RuntimeError> {
+        let bytes = self.download(t)?;
+        Ok(bytemuck::pod_collect_to_vec(&bytes))
+    }
+
+    /// Run an orchestration to completion on a fresh set of core and
+    /// scheduler threads.
+    ///
+    /// # Errors
+    /// The first kernel error (naming task, func id and core), a timeout, or
+    /// an error returned by the orchestration.
+    pub fn run<F>(&self, args: &OrchArgs, orch: F) -> Result<RunReport, RuntimeError>
+    where
+        F: FnOnce(&mut Orchestrator<'_>, &OrchArgs) -> Result<(), RuntimeError>,
+    {
+        let start = Instant::now();
+        let parker = Parker::new();
+        let chip = Chip::start(
+            self.gm.clone(),
+            &self.cfg.arch,
+            self.cfg.clusters,
+            self.cfg.sched_threads,
+            self.cfg.core_queue_depth,
+            parker.unparker().clone(),
+        )?;
+        let shared = chip.shared.clone();
+        let mut o = Orchestrator::new(shared.clone(), &self.registry, self.cfg.task_window, parker, self.cfg.timeout);
+        let result = orch(&mut o, args).and_then(|()| o.finish());
+        let timed_out = matches!(shared.error(), Some(RuntimeError::Timeout(_)));
+        if result.is_err() {
+            o.abandon();
+            shared.fail(RuntimeError::Aborted("orchestration stopped".into()));
+        }
+        let peak_live = o.peak_live_tasks();
+        drop(o);
+        chip.shutdown(timed_out);
+        if let Some(e) = shared.take_error() {
+            if !matches!(e, RuntimeError::Aborted(_)) {
+                return Err(e);
+            }
+        }
+        result?;
+        Ok(RunReport {
+            tasks: shared.counters.completed.load(Ordering::Relaxed),
+            dispatches: shared.counters.dispatches.load(Ordering::Relaxed),
+            peak_live_tasks: peak_live,
+            gm_used_bytes: self.gm.used(),
+            gm_peak_bytes: self.gm.peak(),
+            wall: start.elapsed(),
+        })
+    }
+}

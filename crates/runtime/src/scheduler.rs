@@ -1,0 +1,543 @@
+//! Scheduler threads and core threads: the device side of a run.
+//!
+//! State is split by who may touch it:
+//! - [`Shared`]: ready queues (one per task shape), error/abort flags, counters;
+//!   touched by the orchestrator, every scheduler and every core.
+//! - `Worker` (one per scheduler thread): the cores of the clusters it owns
+//!   (cluster `c` belongs to scheduler `c % sched_threads`), their in-flight
+//!   counts and payload areas. Only its thread touches it.
+//! - `Core` (one per core thread): local buffers; only its thread touches it.
+//!
+//! A dispatch: a scheduler pops a ready item, writes the 50-slot argument
+//! array and descriptors into the core's payload area in GM, and sends the
+//! core a message. The core runs the kernel and sends a completion back to
+//! its scheduler, which releases dependents when the task's last subtask
+//! finishes. Nobody spins: idle schedulers and cores block on channels.
+//!
+//! Shutdown: (1) the orchestrator sets `shutdown` and wakes every scheduler;
+//! (2) a scheduler exits once its cores have nothing in flight (immediately
+//! when forced, after a timeout); (3) exiting drops its core senders, so
+//! (4) core threads leave their receive loop and end.
+
+use std::{
+    panic::AssertUnwindSafe,
+    sync::{
+        atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering},
+        Arc,
+    },
+    thread::JoinHandle,
+};
+
+use crossbeam::{
+    channel::{self, Receiver, Sender, TrySendError},
+    queue::SegQueue,
+    select,
+    sync::Unparker,
+};
+use parking_lot::Mutex;
+use simpler_chip::{ArchProfile, Gm};
+use simpler_core::{
+    abi::{payload, GlobalContext, LocalContext, ARG_SLOTS, GLOBAL_CONTEXT_SLOT, LOCAL_CONTEXT_SLOT},
+    topology::{core_id, Subtask},
+    ChipTensor,
+};
+use simpler_isa::{Args, Core};
+
+use crate::{
+    task::{Member, Task},
+    RuntimeError, Shape,
+};
+
+fn shape_index(s: Shape) -> usize {
+    match s {
+        Shape::Aic => 0,
+        Shape::Aiv => 1,
+        Shape::Mix => 2,
+    }
+}
+
+/// One block of a ready task.
+pub(crate) struct ReadyItem {
+    task: Arc<Task>,
+    block: u32,
+}
+
+/// How a scheduler is woken and what it can take.
+struct SchedSignal {
+    wake: Sender<()>,
+    /// Free dispatch capacity per shape (AIC slots, AIV slots, idle clusters).
+    free: [AtomicU32; 3],
+}
+
+/// Counters reported after a run.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub dispatches: AtomicU64,
+    pub completed: AtomicU64,
+}
+
+/// State shared by the orchestrator, schedulers and cores.
+pub(crate) struct Shared {
+    pub gm: Arc<Gm>,
+    ready: [SegQueue<ReadyItem>; 3],
+    scheds: Vec<SchedSignal>,
+    abort: AtomicBool,
+    error: Mutex<Option<RuntimeError>>,
+    /// Submitted, not yet complete.
+    pub outstanding: AtomicU64,
+    pub orch_waiting: AtomicBool,
+    orch: Unparker,
+    shutdown: AtomicBool,
+    force: AtomicBool,
+    pub counters: Counters,
+}
+
+impl Shared {
+    pub fn aborted(&self) -> bool {
+        self.abort.load(Ordering::Acquire)
+    }
+
+    /// Record the first error and stop dispatching.
+    pub fn fail(&self, e: RuntimeError) {
+        let mut g = self.error.lock();
+        if g.is_none() {
+            *g = Some(e);
+        }
+        self.abort.store(true, Ordering::Release);
+        drop(g);
+        self.orch.unpark();
+        self.wake_all();
+    }
+
+    pub fn error(&self) -> Option<RuntimeError> {
+        self.error.lock().clone()
+    }
+
+    pub fn take_error(&self) -> Option<RuntimeError> {
+        self.error.lock().take()
+    }
+
+    fn wake_all(&self) {
+        for s in &self.scheds {
+            let _ = s.wake.try_send(());
+        }
+    }
+
+    /// Queue every block of a task whose dependencies are done.
+    pub fn push_ready(&self, task: Arc<Task>) {
+        let si = shape_index(task.shape());
+        let n = task.block_num;
+        for block in 0..n {
+            self.ready[si].push(ReadyItem {
+                task: task.clone(),
+                block,
+            });
+        }
+        // Pairs with the fence a scheduler issues between publishing its free
+        // capacity and re-checking the queues: one of the two sees the other.
+        fence(Ordering::SeqCst);
+        let mut to_wake = n;
+        for s in &self.scheds {
+            if to_wake == 0 {
+                break;
+            }
+            if s.free[si].load(Ordering::Relaxed) > 0 {
+                match s.wake.try_send(()) {
+                    Ok(()) | Err(TrySendError::Full(())) => {}
+                    Err(TrySendError::Disconnected(())) => {}
+                }
+                to_wake -= 1;
+            }
+        }
+    }
+
+    fn notify_orchestrator(&self) {
+        if self.orch_waiting.load(Ordering::Acquire) {
+            self.orch.unpark();
+        }
+    }
+}
+
+/// A dispatch on its way to a core.
+struct Dispatch {
+    task: Arc<Task>,
+    member: Member,
+    subtask: Subtask,
+    block: u32,
+    payload: u64,
+}
+
+/// A finished dispatch on its way back.
+struct Completion {
+    core: usize,
+    task: Arc<Task>,
+    result: Result<(), RuntimeError>,
+}
+
+struct CoreLink {
+    id: u32,
+    subtask: Subtask,
+    tx: Sender<Dispatch>,
+    inflight: u32,
+    payloads: Vec<u64>,
+    next_payload: usize,
+}
+
+struct Worker {
+    shared: Arc<Shared>,
+    me: usize,
+    depth: u32,
+    cores: Vec<CoreLink>,
+    /// Indices into `cores` of each owned cluster's AIC, AIV0, AIV1.
+    clusters: Vec<[usize; 3]>,
+    done_rx: Receiver<Completion>,
+    wake_rx: Receiver<()>,
+}
+
+impl Worker {
+    fn run(mut self) {
+        loop {
+            let mut progressed = false;
+            while let Ok(c) = self.done_rx.try_recv() {
+                self.on_done(c);
+                progressed = true;
+            }
+            let inflight: u32 = self.cores.iter().map(|c| c.inflight).sum();
+            if self.shared.shutdown.load(Ordering::Acquire)
+                && (inflight == 0 || self.shared.force.load(Ordering::Acquire))
+            {
+                return;
+            }
+            if !self.shared.aborted() {
+                progressed |= self.dispatch();
+            }
+            if progressed {
+                continue;
+            }
+            self.publish_free();
+            fence(Ordering::SeqCst);
+            if !self.shared.aborted() && self.has_work() {
+                continue;
+            }
+            select! {
+                recv(self.done_rx) -> c => if let Ok(c) = c { self.on_done(c) },
+                recv(self.wake_rx) -> _ => {},
+            }
+        }
+    }
+
+    fn free_capacity(&self) -> [u32; 3] {
+        let mut f = [0u32; 3];
+        for c in &self.cores {
+            let si = if c.subtask == Subtask::Aic { 0 } else { 1 };
+            f[si] += self.depth - c.inflight;
+        }
+        f[2] = self
+            .clusters
+            .iter()
+            .filter(|m| m.iter().all(|&i| self.cores[i].inflight == 0))
+            .count() as u32;
+        f
+    }
+
+    fn publish_free(&self) {
+        let f = self.free_capacity();
+        let sig = &self.shared.scheds[self.me];
+        for (i, v) in f.iter().enumerate() {
+            sig.free[i].store(*v, Ordering::Relaxed);
+        }
+    }
+
+    fn has_work(&self) -> bool {
+        let f = self.free_capacity();
+        (0..3).any(|i| f[i] > 0 && !self.shared.ready[i].is_empty())
+    }
+
+    /// Hand ready work to idle cores first, then fill core queues.
+    fn dispatch(&mut self) -> bool {
+        let mut any = false;
+        // MIX blocks need a whole idle cluster.
+        for ci in 0..self.clusters.len() {
+            let m = self.clusters[ci];
+            if m.iter().any(|&i| self.cores[i].inflight > 0) {
+                continue;
+            }
+            let Some(item) = self.shared.ready[2].pop() else {
+                break;
+            };
+            let members = item.task.members.clone();
+            for mem in members {
+                let idx = m[mem.subtask.id() as usize];
+                self.send(idx, &item, mem, mem.subtask);
+            }
+            any = true;
+        }
+        let mix_waiting = !self.shared.ready[2].is_empty();
+        for level in 0..self.depth {
+            if level > 0 && mix_waiting {
+                break;
+            }
+            for idx in 0..self.cores.len() {
+                if self.cores[idx].inflight != level {
+                    continue;
+                }
+                let si = if self.cores[idx].subtask == Subtask::Aic { 0 } else { 1 };
+                let Some(item) = self.shared.ready[si].pop() else {
+                    continue;
+                };
+                let mem = item.task.members[0];
+                let sub = self.cores[idx].subtask;
+                self.send(idx, &item, mem, sub);
+                any = true;
+            }
+        }
+        any
+    }
+
+    /// Write the payload into the core's GM area and send the dispatch.
+    fn send(&mut self, idx: usize, item: &ReadyItem, member: Member, subtask: Subtask) {
+        let core = &mut self.cores[idx];
+        let base = core.payloads[core.next_payload];
+        core.next_payload = (core.next_payload + 1) % core.payloads.len();
+        let task = &item.task;
+        let mut buf = vec![0u8; payload::DESCS as usize + task.tensors.len() * ChipTensor::BYTES];
+        let mut slots = [0u64; ARG_SLOTS];
+        for (i, t) in task.tensors.iter().enumerate() {
+            let off = payload::DESCS as usize + i * ChipTensor::BYTES;
+            buf[off..off + ChipTensor::BYTES].copy_from_slice(&t.desc.to_bytes());
+            slots[i] = base + off as u64;
+        }
+        let nt = task.tensors.len();
+        for (j, (s, _)) in task.scalars.iter().enumerate() {
+            slots[nt + j] = s.bits;
+        }
+        slots[LOCAL_CONTEXT_SLOT] = base + payload::LOCAL_CONTEXT;
+        slots[GLOBAL_CONTEXT_SLOT] = base + payload::GLOBAL_CONTEXT;
+        for (i, s) in slots.iter().enumerate() {
+            buf[8 * i..8 * i + 8].copy_from_slice(&s.to_le_bytes());
+        }
+        let lc = LocalContext {
+            block_idx: item.block as i32,
+            block_num: task.block_num as i32,
+        };
+        let gc = GlobalContext {
+            sub_block_id: subtask.sub_block_id(),
+        };
+        let l = payload::LOCAL_CONTEXT as usize;
+        buf[l..l + 8].copy_from_slice(&lc.to_bytes());
+        let g = payload::GLOBAL_CONTEXT as usize;
+        buf[g..g + 8].copy_from_slice(&gc.to_bytes());
+        if let Err(e) = self.shared.gm.write(base, &buf) {
+            self.shared.fail(RuntimeError::Orchestration(format!(
+                "cannot write dispatch payload: {e}"
+            )));
+            return;
+        }
+        core.inflight += 1;
+        self.shared.counters.dispatches.fetch_add(1, Ordering::Relaxed);
+        let d = Dispatch {
+            task: task.clone(),
+            member,
+            subtask,
+            block: item.block,
+            payload: base,
+        };
+        if core.tx.send(d).is_err() {
+            core.inflight -= 1;
+        }
+    }
+
+    fn on_done(&mut self, c: Completion) {
+        self.cores[c.core].inflight -= 1;
+        if let Err(e) = c.result {
+            self.shared.fail(e);
+        }
+        if c.task.finish_subtask() {
+            finalize(&self.shared, &c.task);
+        }
+    }
+}
+
+/// The task's last subtask finished: release dependents and buffers.
+fn finalize(shared: &Shared, task: &Arc<Task>) {
+    let dependents = task.mark_complete();
+    for d in dependents {
+        if d.release_fanin() {
+            shared.push_ready(d);
+        }
+    }
+    for b in &task.buffers {
+        b.release(&shared.gm);
+    }
+    shared.counters.completed.fetch_add(1, Ordering::Relaxed);
+    shared.outstanding.fetch_sub(1, Ordering::AcqRel);
+    shared.notify_orchestrator();
+}
+
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".into()
+    }
+}
+
+fn core_main(mut core: Core, idx: usize, gm: Arc<Gm>, rx: Receiver<Dispatch>, done: Sender<Completion>) {
+    while let Ok(d) = rx.recv() {
+        core.reset();
+        let args = Args::new(&gm, d.payload);
+        let r = std::panic::catch_unwind(AssertUnwindSafe(|| (d.member.func)(&mut core, &args)));
+        let msg = match r {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => Some(e.to_string()),
+            Err(p) => Some(format!("kernel panicked: {}", panic_message(p.as_ref()))),
+        };
+        let result = match msg {
+            None => Ok(()),
+            Some(msg) => Err(RuntimeError::Kernel {
+                task_id: d.task.id,
+                func_id: d.member.func_id,
+                kernel: d.member.name,
+                core_type: d.subtask.core_type(),
+                core_id: core.id(),
+                block_idx: d.block,
+                msg,
+            }),
+        };
+        let _ = done.send(Completion {
+            core: idx,
+            task: d.task,
+            result,
+        });
+    }
+}
+
+/// Running scheduler and core threads of one run.
+pub(crate) struct Chip {
+    pub shared: Arc<Shared>,
+    scheds: Vec<JoinHandle<()>>,
+    cores: Vec<JoinHandle<()>>,
+    payload_base: u64,
+}
+
+impl Chip {
+    /// Start `sched_threads` schedulers and `3 · clusters` cores.
+    pub fn start(
+        gm: Arc<Gm>,
+        arch: &ArchProfile,
+        clusters: u32,
+        sched_threads: u32,
+        depth: u32,
+        orch: Unparker,
+    ) -> Result<Chip, RuntimeError> {
+        let n_cores = (3 * clusters) as usize;
+        let payload_base = gm.alloc(payload::BYTES * n_cores as u64 * u64::from(depth))?;
+        let n_sched = sched_threads.min(clusters) as usize;
+        let mut wake_rxs = Vec::new();
+        let mut signals = Vec::new();
+        for _ in 0..n_sched {
+            let (tx, rx) = channel::bounded(1);
+            wake_rxs.push(rx);
+            signals.push(SchedSignal {
+                wake: tx,
+                free: Default::default(),
+            });
+        }
+        let shared = Arc::new(Shared {
+            gm: gm.clone(),
+            ready: Default::default(),
+            scheds: signals,
+            abort: AtomicBool::new(false),
+            error: Mutex::new(None),
+            outstanding: AtomicU64::new(0),
+            orch_waiting: AtomicBool::new(false),
+            orch,
+            shutdown: AtomicBool::new(false),
+            force: AtomicBool::new(false),
+            counters: Counters::default(),
+        });
+        let mut core_threads = Vec::new();
+        let mut sched_threads_h = Vec::new();
+        for (s, wake_rx) in wake_rxs.into_iter().enumerate() {
+            let (done_tx, done_rx) = channel::unbounded();
+            let mut links = Vec::new();
+            let mut owned = Vec::new();
+            for cl in (s as u32..clusters).step_by(n_sched) {
+                let mut m = [0usize; 3];
+                for sub in Subtask::ALL {
+                    let id = core_id(clusters, cl, sub);
+                    let (tx, rx) = channel::unbounded();
+                    let idx = links.len();
+                    let payloads = (0..depth)
+                        .map(|k| payload_base + payload::BYTES * (u64::from(id) * u64::from(depth) + u64::from(k)))
+                        .collect();
+                    links.push(CoreLink {
+                        id,
+                        subtask: sub,
+                        tx,
+                        inflight: 0,
+                        payloads,
+                        next_payload: 0,
+                    });
+                    m[sub.id() as usize] = idx;
+                    let core = Core::new(id, sub.core_type(), arch, gm.clone());
+                    let gm2 = gm.clone();
+                    let done = done_tx.clone();
+                    let h = std::thread::Builder::new()
+                        .name(format!("core{id}"))
+                        .spawn(move || core_main(core, idx, gm2, rx, done))
+                        .map_err(|e| RuntimeError::Config(format!("cannot start core thread: {e}")))?;
+                    core_threads.push(h);
+                }
+                owned.push(m);
+            }
+            let w = Worker {
+                shared: shared.clone(),
+                me: s,
+                depth,
+                cores: links,
+                clusters: owned,
+                done_rx,
+                wake_rx,
+            };
+            w.publish_free();
+            let h = std::thread::Builder::new()
+                .name(format!("sched{s}"))
+                .spawn(move || w.run())
+                .map_err(|e| RuntimeError::Config(format!("cannot start scheduler thread: {e}")))?;
+            sched_threads_h.push(h);
+        }
+        Ok(Chip {
+            shared,
+            scheds: sched_threads_h,
+            cores: core_threads,
+            payload_base,
+        })
+    }
+
+    /// Stop every thread. With `force`, do not wait for running kernels
+    /// (their threads are left to finish on their own).
+    pub fn shutdown(self, force: bool) {
+        self.shared.force.store(force, Ordering::Release);
+        self.shared.shutdown.store(true, Ordering::Release);
+        self.shared.wake_all();
+        for h in self.scheds {
+            let _ = h.join();
+        }
+        if !force {
+            for h in self.cores {
+                let _ = h.join();
+            }
+            let _ = self.shared.gm.free(self.payload_base);
+        }
+    }
+}
+
+impl CoreLink {
+    #[allow(dead_code)]
+    fn id(&self) -> u32 {
+        self.id
+    }
+}

@@ -1,0 +1,158 @@
+//! A submitted task and the GM buffers it keeps alive.
+
+use std::sync::{
+    atomic::{AtomicBool, AtomicU32, Ordering},
+    Arc,
+};
+
+use parking_lot::Mutex;
+use simpler_chip::Gm;
+use simpler_core::{topology::Subtask, ChipTensor, TaskId};
+use simpler_isa::KernelFn;
+
+use crate::{ArgRole, Kernels, Scalar, Shape};
+
+/// A GM buffer the runtime allocated, freed when its last reference goes:
+/// one from the scope that allocated it and one per incomplete task using it.
+#[derive(Debug)]
+pub(crate) struct Buffer {
+    pub addr: u64,
+    refs: AtomicU32,
+}
+
+impl Buffer {
+    pub fn new(addr: u64) -> Arc<Buffer> {
+        Arc::new(Buffer {
+            addr,
+            refs: AtomicU32::new(1),
+        })
+    }
+
+    pub fn retain(&self) {
+        self.refs.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Drop one reference; frees the GM when it was the last.
+    pub fn release(&self, gm: &Gm) {
+        if self.refs.fetch_sub(1, Ordering::AcqRel) == 1 {
+            // The address came from `Gm::alloc` and is released exactly once.
+            let _ = gm.free(self.addr);
+        }
+    }
+}
+
+/// One tensor argument after submission (descriptor final).
+#[derive(Debug, Clone)]
+pub(crate) struct TaskTensor {
+    pub desc: ChipTensor,
+    pub role: ArgRole,
+    /// Marked with `.dump()`; read by the selective tensor dump (levels 1, 3).
+    #[allow(dead_code)]
+    pub dump: bool,
+}
+
+/// A cluster member's kernel.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Member {
+    pub subtask: Subtask,
+    pub func_id: u32,
+    pub name: &'static str,
+    pub func: KernelFn,
+}
+
+#[derive(Debug, Default)]
+struct DepState {
+    completed: bool,
+    dependents: Vec<Arc<Task>>,
+}
+
+/// A submitted task. Shared between the orchestrator (dependency edges), the
+/// schedulers (dispatch, completion) and dependents.
+#[derive(Debug)]
+pub(crate) struct Task {
+    pub id: TaskId,
+    /// Submission order over the whole run (dump diff's `--match order`).
+    #[allow(dead_code)]
+    pub seq: u64,
+    pub kernels: Kernels,
+    pub members: Vec<Member>,
+    pub block_num: u32,
+    pub tensors: Vec<TaskTensor>,
+    pub scalars: Vec<(Scalar, bool)>,
+    pub buffers: Vec<Arc<Buffer>>,
+    /// Unfinished dependencies + 1 while the orchestrator is still wiring it.
+    fanin: AtomicU32,
+    /// Subtasks (blocks × members) not yet finished.
+    remaining: AtomicU32,
+    complete: AtomicBool,
+    deps: Mutex<DepState>,
+}
+
+impl Task {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        id: TaskId,
+        seq: u64,
+        kernels: Kernels,
+        members: Vec<Member>,
+        block_num: u32,
+        tensors: Vec<TaskTensor>,
+        scalars: Vec<(Scalar, bool)>,
+        buffers: Vec<Arc<Buffer>>,
+    ) -> Task {
+        let subtasks = block_num * members.len() as u32;
+        Task {
+            id,
+            seq,
+            kernels,
+            members,
+            block_num,
+            tensors,
+            scalars,
+            buffers,
+            fanin: AtomicU32::new(1),
+            remaining: AtomicU32::new(subtasks),
+            complete: AtomicBool::new(false),
+            deps: Mutex::new(DepState::default()),
+        }
+    }
+
+    pub fn shape(&self) -> Shape {
+        self.kernels.shape()
+    }
+
+    pub fn is_complete(&self) -> bool {
+        self.complete.load(Ordering::Acquire)
+    }
+
+    /// Make `consumer` wait for this task. Returns false when this task has
+    /// already completed (no edge needed).
+    pub fn add_dependent(&self, consumer: &Arc<Task>) -> bool {
+        let mut d = self.deps.lock();
+        if d.completed {
+            return false;
+        }
+        consumer.fanin.fetch_add(1, Ordering::Relaxed);
+        d.dependents.push(consumer.clone());
+        true
+    }
+
+    /// One dependency (or the wiring guard) finished; true when now ready.
+    pub fn release_fanin(&self) -> bool {
+        self.fanin.fetch_sub(1, Ordering::AcqRel) == 1
+    }
+
+    /// One subtask finished; true when it was the last.
+    pub fn finish_subtask(&self) -> bool {
+        self.remaining.fetch_sub(1, Ordering::AcqRel) == 1
+    }
+
+    /// Mark complete and take the dependents to release.
+    pub fn mark_complete(&self) -> Vec<Arc<Task>> {
+        let mut d = self.deps.lock();
+        d.completed = true;
+        self.complete.store(true, Ordering::Release);
+        std::mem::take(&mut d.dependents)
+    }
+
+}

@@ -1,0 +1,270 @@
+//! TensorMap: which live tasks read or write which regions of which buffer.
+//!
+//! Dependencies are inferred, never declared. Creator edges cover tensors the
+//! runtime allocated; the TensorMap covers everything else: a task that reads
+//! a region depends on earlier writers of overlapping regions (RAW), and a
+//! task that writes an existing buffer also depends on earlier writers (WAW)
+//! and earlier readers (WAR) of overlapping regions, so results never depend
+//! on timing.
+//!
+//! Entries of completed tasks are garbage: they are pruned lazily, when a
+//! buffer's lists have doubled since the last pruning, which keeps the cost
+//! per submission amortised O(live entries of that buffer).
+
+use std::collections::HashMap;
+
+use simpler_core::ChipTensor;
+
+/// Do two views of the same buffer share an element?
+///
+/// First an element-range test on `[start_offset, start_offset + extent)`;
+/// when both views have the same strides (two boxes of one parent layout),
+/// a per-dimension box test decides exactly. Otherwise overlap is assumed
+/// (conservative: an extra edge costs time, a missing one costs correctness).
+pub fn overlaps(a: &ChipTensor, b: &ChipTensor) -> bool {
+    if a.addr != b.addr {
+        return false;
+    }
+    if a.numel() == 0 || b.numel() == 0 {
+        return false;
+    }
+    let (a0, a1) = (a.start_offset, a.start_offset + a.extent_elems);
+    let (b0, b1) = (b.start_offset, b.start_offset + b.extent_elems);
+    if a1 <= b0 || b1 <= a0 {
+        return false;
+    }
+    if a.ndims != b.ndims || a.strides() != b.strides() {
+        return true;
+    }
+    match (box_origin(a), box_origin(b)) {
+        (Some(oa), Some(ob)) => (0..a.ndims as usize).all(|d| {
+            let (s, t) = (oa[d], ob[d]);
+            s < t + u64::from(b.shapes[d]) && t < s + u64::from(a.shapes[d])
+        }),
+        _ => true,
+    }
+}
+
+/// Coordinates of a view's first element in the parent box its strides
+/// describe, dividing the start offset greedily from the largest stride.
+/// `None` when the strides are not a nested layout (then no box test).
+fn box_origin(v: &ChipTensor) -> Option<[u64; simpler_core::MAX_DIMS]> {
+    let nd = v.ndims as usize;
+    let mut order: Vec<usize> = (0..nd).collect();
+    order.sort_by_key(|&d| std::cmp::Reverse(v.strides[d]));
+    let mut rem = v.start_offset;
+    let mut out = [0u64; simpler_core::MAX_DIMS];
+    for (i, &d) in order.iter().enumerate() {
+        let st = u64::from(v.strides[d]);
+        if st == 0 {
+            return None;
+        }
+        // Nested layout: each stride must cover the extent of the smaller ones.
+        if let Some(&inner) = order.get(i + 1) {
+            let inner_extent = u64::from(v.strides[inner]) * u64::from(v.shapes[inner]);
+            if st < inner_extent {
+                return None;
+            }
+        }
+        out[d] = rem / st;
+        rem %= st;
+    }
+    (rem == 0).then_some(out)
+}
+
+/// How a task touches a region.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Access {
+    /// Reads it (input, inout).
+    pub read: bool,
+    /// Writes an existing buffer (inout, output_existing).
+    pub write: bool,
+}
+
+#[derive(Debug)]
+struct Entry<T> {
+    view: ChipTensor,
+    who: T,
+}
+
+#[derive(Debug)]
+struct Lists<T> {
+    writers: Vec<Entry<T>>,
+    readers: Vec<Entry<T>>,
+    prune_at: usize,
+}
+
+/// Regions of buffers and the tasks touching them. `T` identifies a task.
+#[derive(Debug)]
+pub struct TensorMap<T> {
+    by_buffer: HashMap<u64, Lists<T>>,
+}
+
+impl<T> Default for TensorMap<T> {
+    fn default() -> Self {
+        TensorMap {
+            by_buffer: HashMap::new(),
+        }
+    }
+}
+
+const MIN_PRUNE: usize = 16;
+
+impl<T: Clone> TensorMap<T> {
+    /// An empty map.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Tasks an access of `view` must wait for, pushed into `out`.
+    /// `live(t)` filters out tasks that already completed.
+    pub fn deps(&self, view: &ChipTensor, access: Access, live: impl Fn(&T) -> bool, out: &mut Vec<T>) {
+        let Some(l) = self.by_buffer.get(&view.addr) else {
+            return;
+        };
+        if access.read || access.write {
+            for e in &l.writers {
+                if live(&e.who) && overlaps(&e.view, view) {
+                    out.push(e.who.clone());
+                }
+            }
+        }
+        if access.write {
+            for e in &l.readers {
+                if live(&e.who) && overlaps(&e.view, view) {
+                    out.push(e.who.clone());
+                }
+            }
+        }
+    }
+
+    /// Record that `who` accesses `view`.
+    pub fn register(&mut self, view: &ChipTensor, access: Access, who: T, live: impl Fn(&T) -> bool) {
+        let l = self.by_buffer.entry(view.addr).or_insert_with(|| Lists {
+            writers: Vec::new(),
+            readers: Vec::new(),
+            prune_at: MIN_PRUNE,
+        });
+        if access.write {
+            l.writers.push(Entry {
+                view: *view,
+                who: who.clone(),
+            });
+        }
+        if access.read {
+            l.readers.push(Entry { view: *view, who });
+        }
+        if l.writers.len() + l.readers.len() >= l.prune_at {
+            l.writers.retain(|e| live(&e.who));
+            l.readers.retain(|e| live(&e.who));
+            l.prune_at = ((l.writers.len() + l.readers.len()) * 2).max(MIN_PRUNE);
+        }
+    }
+
+    /// Forget a buffer (it was freed; its address may be reused).
+    pub fn forget(&mut self, addr: u64) {
+        self.by_buffer.remove(&addr);
+    }
+
+    /// Entries held (live or not yet pruned), for tests and stats.
+    pub fn len(&self) -> usize {
+        self.by_buffer
+            .values()
+            .map(|l| l.writers.len() + l.readers.len())
+            .sum()
+    }
+
+    /// True when no entries are held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use simpler_core::DType;
+
+    fn t(shape: &[u32]) -> ChipTensor {
+        ChipTensor::contiguous(0x1000, shape, DType::Float32)
+    }
+
+    #[test]
+    fn disjoint_and_overlapping_boxes() {
+        let m = t(&[8, 8]);
+        let left = m.view(&[0, 0], &[8, 4]).unwrap();
+        let right = m.view(&[0, 4], &[8, 4]).unwrap();
+        let top = m.view(&[0, 0], &[4, 8]).unwrap();
+        let bottom = m.view(&[4, 0], &[4, 8]).unwrap();
+        assert!(!overlaps(&left, &right), "element ranges interleave but boxes are disjoint");
+        assert!(!overlaps(&top, &bottom));
+        assert!(overlaps(&left, &top));
+        assert!(overlaps(&m, &right));
+        let mut other = right;
+        other.addr = 0x2000;
+        assert!(!overlaps(&left, &other), "different buffers never overlap");
+    }
+
+    #[test]
+    fn raw_waw_war_edges() {
+        let m = t(&[8, 8]);
+        let a = m.view(&[0, 0], &[4, 8]).unwrap();
+        let b = m.view(&[4, 0], &[4, 8]).unwrap();
+        let mut map: TensorMap<u32> = TensorMap::new();
+        let live = |_: &u32| true;
+        map.register(&a, Access { read: false, write: true }, 1, live);
+        map.register(&b, Access { read: true, write: false }, 2, live);
+        let mut out = vec![];
+        map.deps(&a, Access { read: true, write: false }, live, &mut out);
+        assert_eq!(out, vec![1], "RAW on the written half");
+        out.clear();
+        map.deps(&b, Access { read: true, write: false }, live, &mut out);
+        assert!(out.is_empty(), "reading b does not wait for reader 2 or writer 1");
+        out.clear();
+        map.deps(&m, Access { read: false, write: true }, live, &mut out);
+        assert_eq!(out, vec![1, 2], "writing all waits for writer (WAW) and reader (WAR)");
+        out.clear();
+        map.deps(&m, Access { read: false, write: true }, |&x| x != 1, &mut out);
+        assert_eq!(out, vec![2], "completed tasks give no edge");
+    }
+
+    #[test]
+    fn pruning_bounds_the_map() {
+        let m = t(&[1024]);
+        let mut map: TensorMap<u32> = TensorMap::new();
+        for i in 0..10_000u32 {
+            let v = m.view(&[i % 1000], &[1]).unwrap();
+            // Only the last 5 tasks are live.
+            map.register(&v, Access { read: true, write: true }, i, |&x| x + 5 > i);
+        }
+        assert!(map.len() < 64, "map holds {} entries", map.len());
+    }
+
+    proptest! {
+        /// The overlap test agrees with brute force on boxes of one parent.
+        #[test]
+        fn overlap_matches_brute_force(r0 in 0u32..6, c0 in 0u32..6, r1 in 0u32..6, c1 in 0u32..6,
+                                       h0 in 1u32..4, w0 in 1u32..4, h1 in 1u32..4, w1 in 1u32..4) {
+            let m = t(&[9, 9]);
+            let a = m.view(&[r0, c0], &[h0, w0]).unwrap();
+            let b = m.view(&[r1, c1], &[h1, w1]).unwrap();
+            let cells = |v: &ChipTensor| {
+                let mut s = std::collections::HashSet::new();
+                v.for_each_run(|o, n| s.extend(o..o + n));
+                s
+            };
+            let brute = !cells(&a).is_disjoint(&cells(&b));
+            prop_assert_eq!(overlaps(&a, &b), brute);
+        }
+
+        /// Different layouts fall back to a conservative answer, never a missed overlap.
+        #[test]
+        fn never_misses_an_overlap(r0 in 0u32..4, c0 in 0u32..4, h in 1u32..4, w in 1u32..4) {
+            let m = t(&[8, 8]);
+            let a = m.view(&[r0, c0], &[h, w]).unwrap();
+            let b = m.transpose(0, 1).view(&[c0, r0], &[w, h]).unwrap();
+            prop_assert!(overlaps(&a, &b));
+        }
+    }
+}
