@@ -133,7 +133,11 @@ impl Gm {
     pub fn alloc(&self, bytes: u64) -> Result<u64, GmError> {
         let len = bytes.max(1).div_ceil(GM_ALIGN) * GM_ALIGN;
         let mut h = self.heap.write();
-        let found = h.free.iter().find(|(_, &l)| l >= len).map(|(&s, &l)| (s, l));
+        let found = h
+            .free
+            .iter()
+            .find(|(_, &l)| l >= len)
+            .map(|(&s, &l)| (s, l));
         let Some((start, flen)) = found else {
             let free = h.free.values().sum();
             let largest = h.free.values().copied().max().unwrap_or(0);
@@ -339,12 +343,19 @@ mod tests {
             gm.check(c + 60, 8),
             Err(KernelError::GmOutOfBounds { .. })
         ));
-        assert!(gm.check(gm.base() + 4000, 1).is_err(), "free bytes are not accessible");
+        assert!(
+            gm.check(gm.base() + 4000, 1).is_err(),
+            "free bytes are not accessible"
+        );
         assert!(gm.check(u64::MAX - 2, 8).is_err());
         gm.free(c).unwrap();
         gm.free(a).unwrap();
         assert_eq!(gm.used(), 0);
-        assert_eq!(gm.alloc(4096).unwrap(), gm.base(), "everything coalesced back");
+        assert_eq!(
+            gm.alloc(4096).unwrap(),
+            gm.base(),
+            "everything coalesced back"
+        );
     }
 
     #[test]

@@ -21,7 +21,13 @@ pub enum BufKind {
 
 impl BufKind {
     /// All buffer kinds.
-    pub const ALL: [BufKind; 5] = [BufKind::L1, BufKind::L0A, BufKind::L0B, BufKind::L0C, BufKind::Ub];
+    pub const ALL: [BufKind; 5] = [
+        BufKind::L1,
+        BufKind::L0A,
+        BufKind::L0B,
+        BufKind::L0C,
+        BufKind::Ub,
+    ];
 
     /// Upper-case name used in errors and traces.
     pub fn name(self) -> &'static str {
@@ -55,7 +61,7 @@ pub struct LocalBuffers {
 }
 
 impl LocalBuffers {
-    /// Buffers for a core of type `ty` under `arch`. 
+    /// Buffers for a core of type `ty` under `arch`.
     pub fn new(arch: &ArchProfile, ty: CoreType) -> LocalBuffers {
         let mut capacity = [0; 5];
         for b in BufKind::ALL {
@@ -131,7 +137,8 @@ impl LocalBuffers {
         let (ia, ib) = (a.index(), b.index());
         let (lo, hi) = self.storage.split_at_mut(ia.max(ib));
         let (x, y) = (&mut lo[ia.min(ib)], &mut hi[0]);
-        let (x, y): (&mut [u8], &mut [u8]) = (bytemuck::cast_slice_mut(x), bytemuck::cast_slice_mut(y));
+        let (x, y): (&mut [u8], &mut [u8]) =
+            (bytemuck::cast_slice_mut(x), bytemuck::cast_slice_mut(y));
         if ia < ib {
             (x, y)
         } else {
@@ -151,7 +158,10 @@ mod tests {
         assert_eq!(ub.alloc(BufKind::Ub, 100).unwrap(), 0);
         assert_eq!(ub.alloc(BufKind::Ub, 100).unwrap(), 128);
         let err = ub.alloc(BufKind::Ub, 192 << 10).unwrap_err();
-        assert!(matches!(err, KernelError::LocalBufferOverflow { buffer: "UB", .. }), "{err}");
+        assert!(
+            matches!(err, KernelError::LocalBufferOverflow { buffer: "UB", .. }),
+            "{err}"
+        );
         assert!(ub.alloc(BufKind::L1, 1).is_err(), "AIV has no L1");
         ub.reset();
         assert_eq!(ub.alloc(BufKind::Ub, 192 << 10).unwrap(), 0);

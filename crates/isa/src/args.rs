@@ -49,10 +49,12 @@ impl<'a> Args<'a> {
     pub fn tensor(&self, i: usize) -> KResult<ChipTensor> {
         let addr = self.slot(i)?;
         let mut b = [0u8; ChipTensor::BYTES];
-        self.gm.read(addr, &mut b).map_err(|e| KernelError::BadArg {
-            slot: i,
-            msg: format!("does not point at a tensor descriptor: {e}"),
-        })?;
+        self.gm
+            .read(addr, &mut b)
+            .map_err(|e| KernelError::BadArg {
+                slot: i,
+                msg: format!("does not point at a tensor descriptor: {e}"),
+            })?;
         ChipTensor::from_bytes(&b).map_err(|e| KernelError::BadArg {
             slot: i,
             msg: e.to_string(),

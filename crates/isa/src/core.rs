@@ -59,7 +59,13 @@ impl Core {
     /// # Errors
     /// [`KernelError::LocalBufferOverflow`] when `buf` is full or this core
     /// type has no such buffer.
-    pub fn alloc_tile(&mut self, buf: BufKind, rows: u32, cols: u32, dtype: DType) -> KResult<Tile> {
+    pub fn alloc_tile(
+        &mut self,
+        buf: BufKind,
+        rows: u32,
+        cols: u32,
+        dtype: DType,
+    ) -> KResult<Tile> {
         let bytes = rows as usize * cols as usize * dtype.size();
         let offset = self.bufs.alloc(buf, bytes)?;
         Ok(Tile {
@@ -163,6 +169,14 @@ impl Core {
     #[track_caller]
     pub fn scalar_ops(&mut self, n: u32) {
         let loc = Location::caller();
-        self.record("SCALAR", Pipe::Scalar, [None; 3], None, u64::from(n), None, loc);
+        self.record(
+            "SCALAR",
+            Pipe::Scalar,
+            [None; 3],
+            None,
+            u64::from(n),
+            None,
+            loc,
+        );
     }
 }

@@ -33,7 +33,7 @@ impl Default for RuntimeConfig {
             sched_threads: 3,
             gm_bytes: 4 << 30,
             task_window: 4096,
-            core_queue_depth: 2,
+            core_queue_depth: 4,
             timeout: None,
         }
     }
@@ -59,7 +59,10 @@ impl RuntimeConfig {
             ));
         }
         if self.task_window < 2 {
-            return bad(format!("task window {} must be at least 2", self.task_window));
+            return bad(format!(
+                "task window {} must be at least 2",
+                self.task_window
+            ));
         }
         if !(1..=8).contains(&self.core_queue_depth) {
             return bad(format!(

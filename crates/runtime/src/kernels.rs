@@ -77,10 +77,12 @@ impl KernelRegistry {
     /// # Errors
     /// [`RuntimeError::UnknownFunc`] listing the known ids.
     pub fn get(&self, func_id: u32) -> Result<&KernelDef, RuntimeError> {
-        self.by_id.get(&func_id).ok_or_else(|| RuntimeError::UnknownFunc {
-            func_id,
-            known: self.known_ids(),
-        })
+        self.by_id
+            .get(&func_id)
+            .ok_or_else(|| RuntimeError::UnknownFunc {
+                func_id,
+                known: self.known_ids(),
+            })
     }
 
     /// Every kernel in func-id order.

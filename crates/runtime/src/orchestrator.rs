@@ -20,7 +20,8 @@ use crate::{
     scheduler::Shared,
     task::{Buffer, Member, Task, TaskTensor},
     tensormap::{Access, TensorMap},
-    ArgRole, KernelRegistry, Kernels, RuntimeError, Scalar, TaskArgs, Tensor, TensorArg, TensorInfo,
+    ArgRole, KernelRegistry, Kernels, RuntimeError, Scalar, TaskArgs, Tensor, TensorArg,
+    TensorInfo,
 };
 
 /// Scope depths beyond this share the last ring.
@@ -204,13 +205,19 @@ impl<'r> Orchestrator<'r> {
         }
         info.shape
             .iter()
-            .try_fold(info.dtype.size() as u64, |acc, &s| acc.checked_mul(u64::from(s)))
+            .try_fold(info.dtype.size() as u64, |acc, &s| {
+                acc.checked_mul(u64::from(s))
+            })
             .ok_or_else(|| {
                 RuntimeError::InvalidSubmit(format!("output shape {:?} overflows", info.shape))
             })
     }
 
-    fn new_buffer(&mut self, info: &TensorInfo, owner: TaskId) -> Result<(Tensor, Arc<Buffer>), RuntimeError> {
+    fn new_buffer(
+        &mut self,
+        info: &TensorInfo,
+        owner: TaskId,
+    ) -> Result<(Tensor, Arc<Buffer>), RuntimeError> {
         let bytes = Self::validate_info(info)?;
         let addr = self.alloc_gm(bytes)?;
         let mut desc = ChipTensor::contiguous(addr, &info.shape, info.dtype);
@@ -248,7 +255,9 @@ impl<'r> Orchestrator<'r> {
             return Err(RuntimeError::TooManyScalars(args.scalars.len()));
         }
         if args.block_num == 0 {
-            return Err(RuntimeError::InvalidSubmit("block_num must be at least 1".into()));
+            return Err(RuntimeError::InvalidSubmit(
+                "block_num must be at least 1".into(),
+            ));
         }
         let ring = self.scope_depth().min(MAX_RINGS - 1);
         let local = self.rings[ring].next_local;
@@ -341,7 +350,8 @@ impl<'r> Orchestrator<'r> {
         dep_ids.sort();
         for t in &task.tensors {
             if !matches!(t.role, ArgRole::NoDep | ArgRole::Output) {
-                self.map.register(&t.desc, access(t.role), task.clone(), live);
+                self.map
+                    .register(&t.desc, access(t.role), task.clone(), live);
             }
         }
 
@@ -364,7 +374,10 @@ impl<'r> Orchestrator<'r> {
     ///
     /// # Errors
     /// Whatever `f` returns.
-    pub fn scope<R>(&mut self, f: impl FnOnce(&mut Self) -> Result<R, RuntimeError>) -> Result<R, RuntimeError> {
+    pub fn scope<R>(
+        &mut self,
+        f: impl FnOnce(&mut Self) -> Result<R, RuntimeError>,
+    ) -> Result<R, RuntimeError> {
         self.scopes.push(Vec::new());
         let r = f(self);
         self.close_scope();
@@ -398,7 +411,15 @@ impl<'r> Orchestrator<'r> {
         if let Some(p) = self.lookup(desc.owner_task_id) {
             deps.push(p);
         }
-        self.map.deps(desc, Access { read: true, write: false }, |t: &Arc<Task>| !t.is_complete(), &mut deps);
+        self.map.deps(
+            desc,
+            Access {
+                read: true,
+                write: false,
+            },
+            |t: &Arc<Task>| !t.is_complete(),
+            &mut deps,
+        );
         self.wait_until(|| deps.iter().all(|d| d.is_complete()))?;
         // Row-major index → coordinates.
         let mut coord = [0u32; MAX_DIMS];
@@ -416,7 +437,10 @@ impl<'r> Orchestrator<'r> {
             .map_err(|e| RuntimeError::InvalidSubmit(format!("read_scalar: {e}")))?;
         let mut bits = u64::from_le_bytes(b);
         // Sign-extend signed integers so `Scalar::as_i64` is right.
-        if matches!(desc.dtype, simpler_core::DType::Int8 | simpler_core::DType::Int16) {
+        if matches!(
+            desc.dtype,
+            simpler_core::DType::Int8 | simpler_core::DType::Int16
+        ) {
             let shift = 64 - 8 * es as u32;
             bits = (((bits << shift) as i64) >> shift) as u64;
         }
@@ -442,5 +466,4 @@ impl<'r> Orchestrator<'r> {
             self.close_scope();
         }
     }
-
 }

@@ -10,7 +10,8 @@ use simpler_chip::Gm;
 use simpler_core::{ChipTensor, DType};
 
 use crate::{
-    scheduler::Chip, KernelDef, KernelRegistry, OrchArgs, Orchestrator, RuntimeConfig, RuntimeError, Tensor,
+    scheduler::Chip, KernelDef, KernelRegistry, OrchArgs, Orchestrator, RuntimeConfig,
+    RuntimeError, Tensor,
 };
 
 /// What a finished run reports.
@@ -90,14 +91,21 @@ impl Runtime {
             .try_fold(dtype.size() as u64, |a, &s| a.checked_mul(u64::from(s)))
             .ok_or_else(|| RuntimeError::InvalidSubmit(format!("shape {shape:?} overflows")))?;
         let addr = self.gm.alloc(bytes)?;
-        Ok(Tensor::from_desc(ChipTensor::contiguous(addr, shape, dtype)))
+        Ok(Tensor::from_desc(ChipTensor::contiguous(
+            addr, shape, dtype,
+        )))
     }
 
     /// Copy host bytes into a new GM tensor.
     ///
     /// # Errors
     /// When `bytes` does not match the shape, or GM is exhausted.
-    pub fn upload(&self, bytes: &[u8], shape: &[u32], dtype: DType) -> Result<Tensor, RuntimeError> {
+    pub fn upload(
+        &self,
+        bytes: &[u8],
+        shape: &[u32],
+        dtype: DType,
+    ) -> Result<Tensor, RuntimeError> {
         let t = self.alloc_tensor(shape, dtype)?;
         if bytes.len() as u64 != t.desc().nbytes() {
             let _ = self.gm.free(t.addr());
@@ -117,7 +125,12 @@ impl Runtime {
     ///
     /// # Errors
     /// As for [`Runtime::upload`].
-    pub fn upload_pod<T: bytemuck::Pod>(&self, data: &[T], shape: &[u32], dtype: DType) -> Result<Tensor, RuntimeError> {
+    pub fn upload_pod<T: bytemuck::Pod>(
+        &self,
+        data: &[T],
+        shape: &[u32],
+        dtype: DType,
+    ) -> Result<Tensor, RuntimeError> {
         self.upload(bytemuck::cast_slice(data), shape, dtype)
     }
 
@@ -163,7 +176,13 @@ impl Runtime {
             parker.unparker().clone(),
         )?;
         let shared = chip.shared.clone();
-        let mut o = Orchestrator::new(shared.clone(), &self.registry, self.cfg.task_window, parker, self.cfg.timeout);
+        let mut o = Orchestrator::new(
+            shared.clone(),
+            &self.registry,
+            self.cfg.task_window,
+            parker,
+            self.cfg.timeout,
+        );
         let result = orch(&mut o, args).and_then(|()| o.finish());
         let timed_out = matches!(shared.error(), Some(RuntimeError::Timeout(_)));
         if result.is_err() {

@@ -29,15 +29,16 @@ use std::{
 };
 
 use crossbeam::{
-    channel::{self, Receiver, Sender, TrySendError},
+    channel::{self, Receiver, Sender},
     queue::SegQueue,
-    select,
     sync::Unparker,
 };
 use parking_lot::Mutex;
 use simpler_chip::{ArchProfile, Gm};
 use simpler_core::{
-    abi::{payload, GlobalContext, LocalContext, ARG_SLOTS, GLOBAL_CONTEXT_SLOT, LOCAL_CONTEXT_SLOT},
+    abi::{
+        payload, GlobalContext, LocalContext, ARG_SLOTS, GLOBAL_CONTEXT_SLOT, LOCAL_CONTEXT_SLOT,
+    },
     topology::{core_id, Subtask},
     ChipTensor,
 };
@@ -62,11 +63,30 @@ pub(crate) struct ReadyItem {
     block: u32,
 }
 
-/// How a scheduler is woken and what it can take.
+/// How a scheduler is reached: its completion queue, whether it sleeps, how
+/// to wake it, and what it can take.
 struct SchedSignal {
     wake: Sender<()>,
+    /// Finished dispatches of its cores, drained in batches.
+    done: SegQueue<Completion>,
+    /// Set while the scheduler is blocked (or about to block) on `wake`.
+    sleeping: AtomicBool,
     /// Free dispatch capacity per shape (AIC slots, AIV slots, idle clusters).
     free: [AtomicU32; 3],
+}
+
+impl SchedSignal {
+    fn wake(&self) {
+        let _ = self.wake.try_send(());
+    }
+
+    /// Wake it only when it is (about to be) asleep.
+    fn wake_if_sleeping(&self) {
+        fence(Ordering::SeqCst);
+        if self.sleeping.load(Ordering::Relaxed) {
+            self.wake();
+        }
+    }
 }
 
 /// Counters reported after a run.
@@ -119,7 +139,7 @@ impl Shared {
 
     fn wake_all(&self) {
         for s in &self.scheds {
-            let _ = s.wake.try_send(());
+            s.wake();
         }
     }
 
@@ -142,10 +162,7 @@ impl Shared {
                 break;
             }
             if s.free[si].load(Ordering::Relaxed) > 0 {
-                match s.wake.try_send(()) {
-                    Ok(()) | Err(TrySendError::Full(())) => {}
-                    Err(TrySendError::Disconnected(())) => {}
-                }
+                s.wake_if_sleeping();
                 to_wake -= 1;
             }
         }
@@ -190,15 +207,22 @@ struct Worker {
     cores: Vec<CoreLink>,
     /// Indices into `cores` of each owned cluster's AIC, AIV0, AIV1.
     clusters: Vec<[usize; 3]>,
-    done_rx: Receiver<Completion>,
     wake_rx: Receiver<()>,
+    /// Reused payload staging buffer.
+    staging: Vec<u8>,
 }
 
 impl Worker {
+    fn signal(&self) -> &SchedSignal {
+        &self.shared.scheds[self.me]
+    }
+
     fn run(mut self) {
+        let shared = self.shared.clone();
+        let sig = &shared.scheds[self.me];
         loop {
             let mut progressed = false;
-            while let Ok(c) = self.done_rx.try_recv() {
+            while let Some(c) = sig.done.pop() {
                 self.on_done(c);
                 progressed = true;
             }
@@ -214,15 +238,16 @@ impl Worker {
             if progressed {
                 continue;
             }
+            // Going to sleep: publish capacity and the flag, then re-check
+            // (pairs with the fences in `push_ready` and `wake_if_sleeping`).
             self.publish_free();
+            sig.sleeping.store(true, Ordering::Relaxed);
             fence(Ordering::SeqCst);
-            if !self.shared.aborted() && self.has_work() {
-                continue;
+            let work = !sig.done.is_empty() || (!self.shared.aborted() && self.has_work());
+            if !work && !self.shared.shutdown.load(Ordering::Acquire) {
+                let _ = self.wake_rx.recv();
             }
-            select! {
-                recv(self.done_rx) -> c => if let Ok(c) = c { self.on_done(c) },
-                recv(self.wake_rx) -> _ => {},
-            }
+            sig.sleeping.store(false, Ordering::Relaxed);
         }
     }
 
@@ -242,7 +267,7 @@ impl Worker {
 
     fn publish_free(&self) {
         let f = self.free_capacity();
-        let sig = &self.shared.scheds[self.me];
+        let sig = self.signal();
         for (i, v) in f.iter().enumerate() {
             sig.free[i].store(*v, Ordering::Relaxed);
         }
@@ -281,7 +306,11 @@ impl Worker {
                 if self.cores[idx].inflight != level {
                     continue;
                 }
-                let si = if self.cores[idx].subtask == Subtask::Aic { 0 } else { 1 };
+                let si = if self.cores[idx].subtask == Subtask::Aic {
+                    0
+                } else {
+                    1
+                };
                 let Some(item) = self.shared.ready[si].pop() else {
                     continue;
                 };
@@ -300,7 +329,12 @@ impl Worker {
         let base = core.payloads[core.next_payload];
         core.next_payload = (core.next_payload + 1) % core.payloads.len();
         let task = &item.task;
-        let mut buf = vec![0u8; payload::DESCS as usize + task.tensors.len() * ChipTensor::BYTES];
+        let buf = &mut self.staging;
+        buf.clear();
+        buf.resize(
+            payload::DESCS as usize + task.tensors.len() * ChipTensor::BYTES,
+            0,
+        );
         let mut slots = [0u64; ARG_SLOTS];
         for (i, t) in task.tensors.iter().enumerate() {
             let off = payload::DESCS as usize + i * ChipTensor::BYTES;
@@ -327,14 +361,17 @@ impl Worker {
         buf[l..l + 8].copy_from_slice(&lc.to_bytes());
         let g = payload::GLOBAL_CONTEXT as usize;
         buf[g..g + 8].copy_from_slice(&gc.to_bytes());
-        if let Err(e) = self.shared.gm.write(base, &buf) {
+        if let Err(e) = self.shared.gm.write(base, buf) {
             self.shared.fail(RuntimeError::Orchestration(format!(
                 "cannot write dispatch payload: {e}"
             )));
             return;
         }
         core.inflight += 1;
-        self.shared.counters.dispatches.fetch_add(1, Ordering::Relaxed);
+        self.shared
+            .counters
+            .dispatches
+            .fetch_add(1, Ordering::Relaxed);
         let d = Dispatch {
             task: task.clone(),
             member,
@@ -384,7 +421,16 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
-fn core_main(mut core: Core, idx: usize, gm: Arc<Gm>, rx: Receiver<Dispatch>, done: Sender<Completion>) {
+/// A core's view of its scheduler.
+struct CoreCtx {
+    idx: usize,
+    sched: usize,
+    depth: usize,
+    shared: Arc<Shared>,
+}
+
+fn core_main(mut core: Core, ctx: CoreCtx, rx: Receiver<Dispatch>) {
+    let gm = ctx.shared.gm.clone();
     while let Ok(d) = rx.recv() {
         core.reset();
         let args = Args::new(&gm, d.payload);
@@ -406,11 +452,21 @@ fn core_main(mut core: Core, idx: usize, gm: Arc<Gm>, rx: Receiver<Dispatch>, do
                 msg,
             }),
         };
-        let _ = done.send(Completion {
-            core: idx,
+        // Wake the scheduler only when it matters: this core's queue runs
+        // low, the run failed, or a finished task has dependents waiting.
+        // Otherwise completions wait in the queue for the next batch.
+        let urgent = result.is_err()
+            || rx.len() <= ctx.depth / 2
+            || (d.task.has_dependents() && d.task.remaining_subtasks() == 1);
+        let sig = &ctx.shared.scheds[ctx.sched];
+        sig.done.push(Completion {
+            core: ctx.idx,
             task: d.task,
             result,
         });
+        if urgent {
+            sig.wake_if_sleeping();
+        }
     }
 }
 
@@ -442,6 +498,8 @@ impl Chip {
             wake_rxs.push(rx);
             signals.push(SchedSignal {
                 wake: tx,
+                done: SegQueue::new(),
+                sleeping: AtomicBool::new(false),
                 free: Default::default(),
             });
         }
@@ -461,7 +519,6 @@ impl Chip {
         let mut core_threads = Vec::new();
         let mut sched_threads_h = Vec::new();
         for (s, wake_rx) in wake_rxs.into_iter().enumerate() {
-            let (done_tx, done_rx) = channel::unbounded();
             let mut links = Vec::new();
             let mut owned = Vec::new();
             for cl in (s as u32..clusters).step_by(n_sched) {
@@ -471,7 +528,10 @@ impl Chip {
                     let (tx, rx) = channel::unbounded();
                     let idx = links.len();
                     let payloads = (0..depth)
-                        .map(|k| payload_base + payload::BYTES * (u64::from(id) * u64::from(depth) + u64::from(k)))
+                        .map(|k| {
+                            payload_base
+                                + payload::BYTES * (u64::from(id) * u64::from(depth) + u64::from(k))
+                        })
                         .collect();
                     links.push(CoreLink {
                         id,
@@ -483,12 +543,18 @@ impl Chip {
                     });
                     m[sub.id() as usize] = idx;
                     let core = Core::new(id, sub.core_type(), arch, gm.clone());
-                    let gm2 = gm.clone();
-                    let done = done_tx.clone();
+                    let ctx = CoreCtx {
+                        idx,
+                        sched: s,
+                        depth: depth as usize,
+                        shared: shared.clone(),
+                    };
                     let h = std::thread::Builder::new()
                         .name(format!("core{id}"))
-                        .spawn(move || core_main(core, idx, gm2, rx, done))
-                        .map_err(|e| RuntimeError::Config(format!("cannot start core thread: {e}")))?;
+                        .spawn(move || core_main(core, ctx, rx))
+                        .map_err(|e| {
+                            RuntimeError::Config(format!("cannot start core thread: {e}"))
+                        })?;
                     core_threads.push(h);
                 }
                 owned.push(m);
@@ -499,8 +565,8 @@ impl Chip {
                 depth,
                 cores: links,
                 clusters: owned,
-                done_rx,
                 wake_rx,
+                staging: Vec::new(),
             };
             w.publish_free();
             let h = std::thread::Builder::new()

@@ -142,9 +142,19 @@ impl Task {
         self.fanin.fetch_sub(1, Ordering::AcqRel) == 1
     }
 
+    /// Subtasks not yet finished.
+    pub fn remaining_subtasks(&self) -> u32 {
+        self.remaining.load(Ordering::Acquire)
+    }
+
     /// One subtask finished; true when it was the last.
     pub fn finish_subtask(&self) -> bool {
         self.remaining.fetch_sub(1, Ordering::AcqRel) == 1
+    }
+
+    /// True when some later task waits for this one (completion is urgent).
+    pub fn has_dependents(&self) -> bool {
+        !self.deps.lock().dependents.is_empty()
     }
 
     /// Mark complete and take the dependents to release.
@@ -154,5 +164,4 @@ impl Task {
         self.complete.store(true, Ordering::Release);
         std::mem::take(&mut d.dependents)
     }
-
 }

@@ -7,11 +7,12 @@
 //! and earlier readers (WAR) of overlapping regions, so results never depend
 //! on timing.
 //!
-//! Entries of completed tasks are garbage: they are pruned lazily, when a
-//! buffer's lists have doubled since the last pruning, which keeps the cost
-//! per submission amortised O(live entries of that buffer).
+//! Entries are indexed by their first element, so a lookup visits only
+//! entries whose element range can reach the queried view. Entries of
+//! completed tasks are garbage: they are pruned lazily, when a buffer's
+//! entries have doubled since the last pruning (amortised O(1) per access).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use simpler_core::ChipTensor;
 
@@ -87,10 +88,62 @@ struct Entry<T> {
     who: T,
 }
 
+/// Entries of one kind (readers or writers) of one buffer, indexed by the
+/// first element they span, so a lookup only visits entries whose element
+/// range can intersect the query.
+#[derive(Debug)]
+struct Index<T> {
+    by_start: BTreeMap<u64, Vec<Entry<T>>>,
+    /// Largest `extent_elems` ever inserted: how far back a lookup must look.
+    max_extent: u64,
+    len: usize,
+}
+
+impl<T: Clone> Index<T> {
+    fn new() -> Self {
+        Index {
+            by_start: BTreeMap::new(),
+            max_extent: 0,
+            len: 0,
+        }
+    }
+
+    fn insert(&mut self, view: &ChipTensor, who: T) {
+        self.max_extent = self.max_extent.max(view.extent_elems);
+        self.by_start
+            .entry(view.start_offset)
+            .or_default()
+            .push(Entry { view: *view, who });
+        self.len += 1;
+    }
+
+    fn overlapping(&self, view: &ChipTensor, live: &impl Fn(&T) -> bool, out: &mut Vec<T>) {
+        let lo = view
+            .start_offset
+            .saturating_sub(self.max_extent.saturating_sub(1));
+        let hi = view.start_offset + view.extent_elems;
+        for list in self.by_start.range(lo..hi).map(|(_, l)| l) {
+            for e in list {
+                if live(&e.who) && overlaps(&e.view, view) {
+                    out.push(e.who.clone());
+                }
+            }
+        }
+    }
+
+    fn prune(&mut self, live: &impl Fn(&T) -> bool) {
+        self.by_start.retain(|_, l| {
+            l.retain(|e| live(&e.who));
+            !l.is_empty()
+        });
+        self.len = self.by_start.values().map(Vec::len).sum();
+    }
+}
+
 #[derive(Debug)]
 struct Lists<T> {
-    writers: Vec<Entry<T>>,
-    readers: Vec<Entry<T>>,
+    writers: Index<T>,
+    readers: Index<T>,
     prune_at: usize,
 }
 
@@ -118,46 +171,47 @@ impl<T: Clone> TensorMap<T> {
 
     /// Tasks an access of `view` must wait for, pushed into `out`.
     /// `live(t)` filters out tasks that already completed.
-    pub fn deps(&self, view: &ChipTensor, access: Access, live: impl Fn(&T) -> bool, out: &mut Vec<T>) {
+    pub fn deps(
+        &self,
+        view: &ChipTensor,
+        access: Access,
+        live: impl Fn(&T) -> bool,
+        out: &mut Vec<T>,
+    ) {
         let Some(l) = self.by_buffer.get(&view.addr) else {
             return;
         };
         if access.read || access.write {
-            for e in &l.writers {
-                if live(&e.who) && overlaps(&e.view, view) {
-                    out.push(e.who.clone());
-                }
-            }
+            l.writers.overlapping(view, &live, out);
         }
         if access.write {
-            for e in &l.readers {
-                if live(&e.who) && overlaps(&e.view, view) {
-                    out.push(e.who.clone());
-                }
-            }
+            l.readers.overlapping(view, &live, out);
         }
     }
 
     /// Record that `who` accesses `view`.
-    pub fn register(&mut self, view: &ChipTensor, access: Access, who: T, live: impl Fn(&T) -> bool) {
+    pub fn register(
+        &mut self,
+        view: &ChipTensor,
+        access: Access,
+        who: T,
+        live: impl Fn(&T) -> bool,
+    ) {
         let l = self.by_buffer.entry(view.addr).or_insert_with(|| Lists {
-            writers: Vec::new(),
-            readers: Vec::new(),
+            writers: Index::new(),
+            readers: Index::new(),
             prune_at: MIN_PRUNE,
         });
         if access.write {
-            l.writers.push(Entry {
-                view: *view,
-                who: who.clone(),
-            });
+            l.writers.insert(view, who.clone());
         }
         if access.read {
-            l.readers.push(Entry { view: *view, who });
+            l.readers.insert(view, who);
         }
-        if l.writers.len() + l.readers.len() >= l.prune_at {
-            l.writers.retain(|e| live(&e.who));
-            l.readers.retain(|e| live(&e.who));
-            l.prune_at = ((l.writers.len() + l.readers.len()) * 2).max(MIN_PRUNE);
+        if l.writers.len + l.readers.len >= l.prune_at {
+            l.writers.prune(&live);
+            l.readers.prune(&live);
+            l.prune_at = ((l.writers.len + l.readers.len) * 2).max(MIN_PRUNE);
         }
     }
 
@@ -170,7 +224,7 @@ impl<T: Clone> TensorMap<T> {
     pub fn len(&self) -> usize {
         self.by_buffer
             .values()
-            .map(|l| l.writers.len() + l.readers.len())
+            .map(|l| l.writers.len + l.readers.len)
             .sum()
     }
 
@@ -197,7 +251,10 @@ mod tests {
         let right = m.view(&[0, 4], &[8, 4]).unwrap();
         let top = m.view(&[0, 0], &[4, 8]).unwrap();
         let bottom = m.view(&[4, 0], &[4, 8]).unwrap();
-        assert!(!overlaps(&left, &right), "element ranges interleave but boxes are disjoint");
+        assert!(
+            !overlaps(&left, &right),
+            "element ranges interleave but boxes are disjoint"
+        );
         assert!(!overlaps(&top, &bottom));
         assert!(overlaps(&left, &top));
         assert!(overlaps(&m, &right));
@@ -213,19 +270,74 @@ mod tests {
         let b = m.view(&[4, 0], &[4, 8]).unwrap();
         let mut map: TensorMap<u32> = TensorMap::new();
         let live = |_: &u32| true;
-        map.register(&a, Access { read: false, write: true }, 1, live);
-        map.register(&b, Access { read: true, write: false }, 2, live);
+        map.register(
+            &a,
+            Access {
+                read: false,
+                write: true,
+            },
+            1,
+            live,
+        );
+        map.register(
+            &b,
+            Access {
+                read: true,
+                write: false,
+            },
+            2,
+            live,
+        );
         let mut out = vec![];
-        map.deps(&a, Access { read: true, write: false }, live, &mut out);
+        map.deps(
+            &a,
+            Access {
+                read: true,
+                write: false,
+            },
+            live,
+            &mut out,
+        );
         assert_eq!(out, vec![1], "RAW on the written half");
         out.clear();
-        map.deps(&b, Access { read: true, write: false }, live, &mut out);
-        assert!(out.is_empty(), "reading b does not wait for reader 2 or writer 1");
+        map.deps(
+            &b,
+            Access {
+                read: true,
+                write: false,
+            },
+            live,
+            &mut out,
+        );
+        assert!(
+            out.is_empty(),
+            "reading b does not wait for reader 2 or writer 1"
+        );
         out.clear();
-        map.deps(&m, Access { read: false, write: true }, live, &mut out);
-        assert_eq!(out, vec![1, 2], "writing all waits for writer (WAW) and reader (WAR)");
+        map.deps(
+            &m,
+            Access {
+                read: false,
+                write: true,
+            },
+            live,
+            &mut out,
+        );
+        assert_eq!(
+            out,
+            vec![1, 2],
+            "writing all waits for writer (WAW) and reader (WAR)"
+        );
         out.clear();
-        map.deps(&m, Access { read: false, write: true }, |&x| x != 1, &mut out);
+        map.deps(
+            &m,
+            Access {
+                read: false,
+                write: true,
+            },
+            |&x| x != 1,
+            &mut out,
+        );
         assert_eq!(out, vec![2], "completed tasks give no edge");
     }
 
@@ -236,7 +348,15 @@ mod tests {
         for i in 0..10_000u32 {
             let v = m.view(&[i % 1000], &[1]).unwrap();
             // Only the last 5 tasks are live.
-            map.register(&v, Access { read: true, write: true }, i, |&x| x + 5 > i);
+            map.register(
+                &v,
+                Access {
+                    read: true,
+                    write: true,
+                },
+                i,
+                |&x| x + 5 > i,
+            );
         }
         assert!(map.len() < 64, "map holds {} entries", map.len());
     }

@@ -71,7 +71,10 @@ fn report(core: &mut Core, args: &Args) -> KResult<()> {
 }
 
 fn fail_kernel(_core: &mut Core, args: &Args) -> KResult<()> {
-    Err(KernelError::msg(format!("refusing block {}", args.block_idx()?)))
+    Err(KernelError::msg(format!(
+        "refusing block {}",
+        args.block_idx()?
+    )))
 }
 
 fn panic_kernel(_core: &mut Core, _args: &Args) -> KResult<()> {
@@ -151,7 +154,12 @@ fn dependency_edges_creator_inout_overlap_war() {
         let x = a.tensor_at(0)?;
         let g = gate as u64;
         // Creator edge: B reads what A created.
-        let a_ = o.submit(Kernels::Aiv(0), TaskArgs::new().output(TensorInfo::new(&[4], DType::Float32)).scalar_u64(g))?;
+        let a_ = o.submit(
+            Kernels::Aiv(0),
+            TaskArgs::new()
+                .output(TensorInfo::new(&[4], DType::Float32))
+                .scalar_u64(g),
+        )?;
         let b_ = o.submit(Kernels::Aiv(1), TaskArgs::new().input(&a_.outputs[0]))?;
         got.push(("creator", b_.deps.clone(), vec![a_.task_id]));
         // Overlap: top and bottom halves are independent; a middle band waits for both.
@@ -160,7 +168,10 @@ fn dependency_edges_creator_inout_overlap_war() {
         let band = x.view(&[2, 0], &[4, 8])?;
         let left = x.view(&[0, 0], &[8, 4])?;
         let t1 = o.submit(Kernels::Aiv(0), TaskArgs::new().inout(&top).scalar_u64(g))?;
-        let t2 = o.submit(Kernels::Aiv(0), TaskArgs::new().inout(&bottom).scalar_u64(g))?;
+        let t2 = o.submit(
+            Kernels::Aiv(0),
+            TaskArgs::new().inout(&bottom).scalar_u64(g),
+        )?;
         got.push(("disjoint", t2.deps.clone(), vec![]));
         let t3 = o.submit(Kernels::Aiv(0), TaskArgs::new().inout(&band).scalar_u64(g))?;
         got.push(("band", t3.deps.clone(), vec![t1.task_id, t2.task_id]));
@@ -169,11 +180,22 @@ fn dependency_edges_creator_inout_overlap_war() {
         got.push(("chain", t4.deps.clone(), vec![t1.task_id, t3.task_id]));
         // A reader of the left columns overlaps all of them.
         let r = o.submit(Kernels::Aiv(1), TaskArgs::new().input(&left))?;
-        got.push(("reader", r.deps.clone(), vec![t1.task_id, t2.task_id, t3.task_id, t4.task_id]));
+        got.push((
+            "reader",
+            r.deps.clone(),
+            vec![t1.task_id, t2.task_id, t3.task_id, t4.task_id],
+        ));
         // Write-after-read: an output_existing of the bottom half waits for reader r
         // (and for the writers of that region).
-        let w = o.submit(Kernels::Aiv(0), TaskArgs::new().output_existing(&bottom).scalar_u64(g))?;
-        got.push(("war", w.deps.clone(), vec![t2.task_id, t3.task_id, r.task_id]));
+        let w = o.submit(
+            Kernels::Aiv(0),
+            TaskArgs::new().output_existing(&bottom).scalar_u64(g),
+        )?;
+        got.push((
+            "war",
+            w.deps.clone(),
+            vec![t2.task_id, t3.task_id, r.task_id],
+        ));
         // no_dep: no edges at all.
         let n = o.submit(Kernels::Aiv(1), TaskArgs::new().no_dep(&x))?;
         got.push(("no_dep", n.deps.clone(), vec![]));
@@ -215,7 +237,11 @@ at_1_and_n!(inout_chain_serialises, |rt| {
         let x = a.tensor_at(0)?;
         for i in 0..300 {
             // Alternate core types so the chain crosses AIC and AIV queues.
-            let k = if i % 2 == 0 { Kernels::Aiv(0) } else { Kernels::Aic(8) };
+            let k = if i % 2 == 0 {
+                Kernels::Aiv(0)
+            } else {
+                Kernels::Aic(8)
+            };
             o.submit(k, TaskArgs::new().inout(&x).scalar_u64(1))?;
         }
         Ok(())
@@ -244,13 +270,18 @@ at_1_and_n!(reclamation_bounds_slots_and_gm, |rt| {
                             depths = depths.max(o.scope_depth());
                             // A chain of 100 tasks, each creating a 1 KiB intermediate.
                             let mut t = o
-                                .submit(Kernels::Aiv(1), TaskArgs::new().output(TensorInfo::new(&[256], DType::Float32)))?
+                                .submit(
+                                    Kernels::Aiv(1),
+                                    TaskArgs::new().output(TensorInfo::new(&[256], DType::Float32)),
+                                )?
                                 .outputs[0];
                             for _ in 1..100 {
                                 t = o
                                     .submit(
                                         Kernels::Aiv(1),
-                                        TaskArgs::new().input(&t).output(TensorInfo::new(&[256], DType::Float32)),
+                                        TaskArgs::new()
+                                            .input(&t)
+                                            .output(TensorInfo::new(&[256], DType::Float32)),
                                     )?
                                     .outputs[0];
                             }
@@ -265,11 +296,23 @@ at_1_and_n!(reclamation_bounds_slots_and_gm, |rt| {
         .unwrap();
     assert_eq!(depths, 2);
     assert_eq!(report.tasks, 100_000);
-    assert!(report.peak_live_tasks <= 256, "peak live {}", report.peak_live_tasks);
+    assert!(
+        report.peak_live_tasks <= 256,
+        "peak live {}",
+        report.peak_live_tasks
+    );
     // At most one ring window of 1 KiB intermediates (+ payload areas) was live.
     let bound = before + 256 * 1024 + (4 << 20);
-    assert!(report.gm_peak_bytes <= bound, "GM peak {} > {bound}", report.gm_peak_bytes);
-    assert_eq!(rt.gm().used(), before, "every intermediate and payload area was freed");
+    assert!(
+        report.gm_peak_bytes <= bound,
+        "GM peak {} > {bound}",
+        report.gm_peak_bytes
+    );
+    assert_eq!(
+        rt.gm().used(),
+        before,
+        "every intermediate and payload area was freed"
+    );
 });
 
 at_1_and_n!(mix_blocks_see_their_context, |rt| {
@@ -278,15 +321,23 @@ at_1_and_n!(mix_blocks_see_their_context, |rt| {
     let a = rt.alloc_tensor(&[32, 4], DType::Float32).unwrap();
     let b = rt.alloc_tensor(&[16], DType::Int32).unwrap();
     let clusters = rt.config().clusters;
-    rt.run(&OrchArgs::new().tensor(table).tensor(a).tensor(b), |o, args| {
-        let (t, a, b) = (args.tensor_at(0)?, args.tensor_at(1)?, args.tensor_at(2)?);
-        let a_view = a.view(&[8, 0], &[16, 4])?;
-        o.submit(
-            Kernels::mix(2, 3, 3),
-            TaskArgs::new().output_existing(&t).input(&a_view).input(&b).scalar_u64(0xdead_beef_0000_0001).block_num(blocks),
-        )?;
-        Ok(())
-    })
+    rt.run(
+        &OrchArgs::new().tensor(table).tensor(a).tensor(b),
+        |o, args| {
+            let (t, a, b) = (args.tensor_at(0)?, args.tensor_at(1)?, args.tensor_at(2)?);
+            let a_view = a.view(&[8, 0], &[16, 4])?;
+            o.submit(
+                Kernels::mix(2, 3, 3),
+                TaskArgs::new()
+                    .output_existing(&t)
+                    .input(&a_view)
+                    .input(&b)
+                    .scalar_u64(0xdead_beef_0000_0001)
+                    .block_num(blocks),
+            )?;
+            Ok(())
+        },
+    )
     .unwrap();
     let rows = rt.download_pod::<u64>(&table).unwrap();
     for blk in 0..blocks as usize {
@@ -297,10 +348,23 @@ at_1_and_n!(mix_blocks_see_their_context, |rt| {
             assert_eq!(r[1], u64::from(blocks), "block_num");
             assert_eq!(r[2], if member == 2 { 1 } else { 0 }, "sub_block_id");
             let (cl, sub) = locate(clusters, r[3] as u32).unwrap();
-            assert_eq!(sub, Subtask::ALL[member], "member {member} ran on core {}", r[3]);
-            assert_eq!(*cluster.get_or_insert(cl), cl, "block {blk} stayed on one cluster");
+            assert_eq!(
+                sub,
+                Subtask::ALL[member],
+                "member {member} ran on core {}",
+                r[3]
+            );
+            assert_eq!(
+                *cluster.get_or_insert(cl),
+                cl,
+                "block {blk} stayed on one cluster"
+            );
             assert_eq!(r[4], 0xdead_beef_0000_0001, "scalar");
-            assert_eq!(r[5], a.addr() ^ 32, "same view of a (start offset 8 rows × 4)");
+            assert_eq!(
+                r[5],
+                a.addr() ^ 32,
+                "same view of a (start offset 8 rows × 4)"
+            );
             assert_eq!(r[6], b.addr());
             assert_eq!(r[7], 16);
         }
@@ -331,13 +395,25 @@ fn slots_48_and_49_hold_contexts_and_descriptors_decode() {
         Ok(())
     }
     let rt = Runtime::new(
-        RuntimeConfig { clusters: 2, sched_threads: 1, gm_bytes: 16 << 20, ..Default::default() },
+        RuntimeConfig {
+            clusters: 2,
+            sched_threads: 1,
+            gm_bytes: 16 << 20,
+            ..Default::default()
+        },
         vec![KernelDef::new(0, "check", CoreType::Aiv, check)],
     )
     .unwrap();
     let t = rt.alloc_tensor(&[4, 2], DType::Int32).unwrap();
     rt.run(&OrchArgs::new().tensor(t), |o, a| {
-        o.submit(Kernels::Aiv(0), TaskArgs::new().input(&a.tensor_at(0)?).scalar_i32(-7).scalar_f32(-0.0).block_num(3))?;
+        o.submit(
+            Kernels::Aiv(0),
+            TaskArgs::new()
+                .input(&a.tensor_at(0)?)
+                .scalar_i32(-7)
+                .scalar_f32(-0.0)
+                .block_num(3),
+        )?;
         Ok(())
     })
     .unwrap();
@@ -357,7 +433,11 @@ fn read_scalar_waits_for_the_producer() {
         });
         let v = o.read_scalar(&x, 1)?;
         opener.join().unwrap();
-        assert_eq!(v.as_f64(), 7.0, "read_scalar saw the value after the inout task");
+        assert_eq!(
+            v.as_f64(),
+            7.0,
+            "read_scalar saw the value after the inout task"
+        );
         assert!(o.read_scalar(&x, 2).is_err(), "index past the end");
         Ok(())
     })
@@ -372,10 +452,14 @@ fn expect_kernel_error(func: u32, want_in_msg: &str) {
         .run(&OrchArgs::new().tensor(x), |o, a| {
             let x = a.tensor_at(0)?;
             o.submit(Kernels::Aiv(1), TaskArgs::new().input(&x))?;
-            failing = o.submit(Kernels::Aiv(func), TaskArgs::new().inout(&x))?.task_id;
+            failing = o
+                .submit(Kernels::Aiv(func), TaskArgs::new().inout(&x))?
+                .task_id;
             // Later submissions either succeed or report the abort; never hang.
             for _ in 0..50 {
-                if o.submit(Kernels::Aiv(1), TaskArgs::new().input(&x)).is_err() {
+                if o.submit(Kernels::Aiv(1), TaskArgs::new().input(&x))
+                    .is_err()
+                {
                     break;
                 }
             }
@@ -384,11 +468,20 @@ fn expect_kernel_error(func: u32, want_in_msg: &str) {
         .unwrap_err();
     let msg = err.to_string();
     match &err {
-        RuntimeError::Kernel { task_id, func_id, core_type, core_id, .. } => {
+        RuntimeError::Kernel {
+            task_id,
+            func_id,
+            core_type,
+            core_id,
+            ..
+        } => {
             assert_eq!(*task_id, failing);
             assert_eq!(*func_id, func);
             assert_eq!(*core_type, CoreType::Aiv);
-            assert!(*core_id >= 2 && *core_id < 6, "AIV core ids are 2..6 with 2 clusters");
+            assert!(
+                *core_id >= 2 && *core_id < 6,
+                "AIV core ids are 2..6 with 2 clusters"
+            );
         }
         other => panic!("expected a kernel error, got {other}"),
     }
@@ -428,21 +521,36 @@ fn submission_limits_and_bad_kernels() {
         for _ in 0..33 {
             many = many.input(&x);
         }
-        assert_eq!(o.submit(Kernels::Aiv(1), many), Err(RuntimeError::TooManyTensors(33)));
+        assert_eq!(
+            o.submit(Kernels::Aiv(1), many),
+            Err(RuntimeError::TooManyTensors(33))
+        );
         let mut sc = TaskArgs::new().input(&x);
         for i in 0..17 {
             sc = sc.scalar_u64(i);
         }
-        assert_eq!(o.submit(Kernels::Aiv(1), sc), Err(RuntimeError::TooManyScalars(17)));
+        assert_eq!(
+            o.submit(Kernels::Aiv(1), sc),
+            Err(RuntimeError::TooManyScalars(17))
+        );
         let exactly = (0..32).fold(TaskArgs::new(), |t, _| t.input(&x));
         let exactly = (0..16).fold(exactly, |t, i| t.scalar_u64(i));
         o.submit(Kernels::Aiv(1), exactly)?;
-        let e = o.submit(Kernels::Aiv(99), TaskArgs::new().input(&x)).unwrap_err();
+        let e = o
+            .submit(Kernels::Aiv(99), TaskArgs::new().input(&x))
+            .unwrap_err();
         assert!(e.to_string().contains("unknown func id 99"), "{e}");
         assert!(e.to_string().contains("1 (touch)"), "lists known ids: {e}");
-        let e = o.submit(Kernels::Aic(1), TaskArgs::new().input(&x)).unwrap_err();
-        assert!(matches!(e, RuntimeError::CoreTypeMismatch { func_id: 1, .. }), "{e}");
-        let e = o.submit(Kernels::Aiv(1), TaskArgs::new().input(&x).block_num(0)).unwrap_err();
+        let e = o
+            .submit(Kernels::Aic(1), TaskArgs::new().input(&x))
+            .unwrap_err();
+        assert!(
+            matches!(e, RuntimeError::CoreTypeMismatch { func_id: 1, .. }),
+            "{e}"
+        );
+        let e = o
+            .submit(Kernels::Aiv(1), TaskArgs::new().input(&x).block_num(0))
+            .unwrap_err();
         assert!(e.to_string().contains("block_num"), "{e}");
         Ok(())
     })
@@ -455,9 +563,11 @@ fn tensor_used_after_its_scope_is_rejected() {
     let err = rt
         .run(&OrchArgs::new(), |o, _| {
             let t = o.scope(|o| {
-                Ok(o
-                    .submit(Kernels::Aiv(1), TaskArgs::new().output(TensorInfo::new(&[4], DType::Float32)))?
-                    .outputs[0])
+                Ok(o.submit(
+                    Kernels::Aiv(1),
+                    TaskArgs::new().output(TensorInfo::new(&[4], DType::Float32)),
+                )?
+                .outputs[0])
             })?;
             o.submit(Kernels::Aiv(1), TaskArgs::new().input(&t))?;
             Ok(())
@@ -483,7 +593,10 @@ fn timeout_aborts_a_stuck_run() {
     let x = rt.alloc_tensor(&[4], DType::Float32).unwrap();
     let err = rt
         .run(&OrchArgs::new().tensor(x), |o, a| {
-            o.submit(Kernels::Aiv(0), TaskArgs::new().inout(&a.tensor_at(0)?).scalar_u64(3))?;
+            o.submit(
+                Kernels::Aiv(0),
+                TaskArgs::new().inout(&a.tensor_at(0)?).scalar_u64(3),
+            )?;
             Ok(())
         })
         .unwrap_err();
@@ -497,11 +610,40 @@ fn config_is_validated() {
         let e = Runtime::new(cfg, vec![]).unwrap_err().to_string();
         assert!(e.contains(want), "{e}");
     };
-    bad(RuntimeConfig { clusters: 25, ..Default::default() }, "--clusters 25 is outside 1..=24");
-    bad(RuntimeConfig { clusters: 0, ..Default::default() }, "--clusters 0");
-    bad(RuntimeConfig { sched_threads: 0, ..Default::default() }, "--sched-threads 0");
-    let a5 = RuntimeConfig { arch: simpler_chip::ArchProfile::a5(), clusters: 36, gm_bytes: 1 << 20, ..Default::default() };
+    bad(
+        RuntimeConfig {
+            clusters: 25,
+            ..Default::default()
+        },
+        "--clusters 25 is outside 1..=24",
+    );
+    bad(
+        RuntimeConfig {
+            clusters: 0,
+            ..Default::default()
+        },
+        "--clusters 0",
+    );
+    bad(
+        RuntimeConfig {
+            sched_threads: 0,
+            ..Default::default()
+        },
+        "--sched-threads 0",
+    );
+    let a5 = RuntimeConfig {
+        arch: simpler_chip::ArchProfile::a5(),
+        clusters: 36,
+        gm_bytes: 1 << 20,
+        ..Default::default()
+    };
     Runtime::new(a5, vec![]).unwrap();
-    let dup = Runtime::new(RuntimeConfig { gm_bytes: 1 << 20, ..Default::default() }, vec![kernels()[0], kernels()[0]]);
+    let dup = Runtime::new(
+        RuntimeConfig {
+            gm_bytes: 1 << 20,
+            ..Default::default()
+        },
+        vec![kernels()[0], kernels()[0]],
+    );
     assert_eq!(dup.unwrap_err(), RuntimeError::DuplicateFunc(0));
 }

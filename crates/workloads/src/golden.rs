@@ -47,8 +47,45 @@ impl GoldenCheck {
             detail: if out.len() == reference.len() {
                 format!("{name}: worst element at flat index {worst}")
             } else {
-                format!("{name}: {} elements, reference has {}", out.len(), reference.len())
+                format!(
+                    "{name}: {} elements, reference has {}",
+                    out.len(),
+                    reference.len()
+                )
             },
+        }
+    }
+}
+
+impl GoldenCheck {
+    /// Merge the checks of several outputs into one: passed when all
+    /// passed, worst errors, summed element counts, and a detail line per
+    /// output (the failing ones first).
+    ///
+    /// # Panics
+    /// If `checks` is empty.
+    pub fn combine(checks: Vec<GoldenCheck>) -> GoldenCheck {
+        assert!(!checks.is_empty(), "combine needs at least one check");
+        let mut sorted: Vec<&GoldenCheck> = checks.iter().collect();
+        sorted.sort_by_key(|c| c.passed);
+        GoldenCheck {
+            passed: checks.iter().all(|c| c.passed),
+            max_abs_err: checks.iter().map(|c| c.max_abs_err).fold(0.0, f64::max),
+            max_rel_err: checks.iter().map(|c| c.max_rel_err).fold(0.0, f64::max),
+            tolerance: checks.iter().map(|c| c.tolerance).fold(0.0, f64::max),
+            compared: checks.iter().map(|c| c.compared).sum(),
+            detail: sorted
+                .iter()
+                .map(|c| {
+                    format!(
+                        "{} ({}, max abs err {:.3e})",
+                        c.detail,
+                        if c.passed { "pass" } else { "FAIL" },
+                        c.max_abs_err
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("; "),
         }
     }
 }
@@ -67,5 +104,17 @@ mod tests {
         assert!(g.passed);
         let g = GoldenCheck::compare("x", &[f64::NAN], &[1.0], 1e-3);
         assert!(!g.passed, "NaN never passes");
+    }
+
+    #[test]
+    fn combine_fails_when_one_part_fails() {
+        let ok = GoldenCheck::compare("a", &[1.0], &[1.0], 1e-3);
+        let bad = GoldenCheck::compare("b", &[2.0, 1.0], &[1.0, 1.0], 1e-3);
+        let c = GoldenCheck::combine(vec![ok.clone(), bad]);
+        assert!(!c.passed);
+        assert_eq!(c.compared, 3);
+        assert_eq!(c.max_abs_err, 1.0);
+        assert!(c.detail.starts_with("b:"), "{}", c.detail);
+        assert!(GoldenCheck::combine(vec![ok.clone(), ok]).passed);
     }
 }

@@ -83,7 +83,11 @@ impl Core {
         self.record(
             I,
             Pipe::Cube,
-            [Some(a.range()), Some(b.range()), accumulate.then(|| c.range())],
+            [
+                Some(a.range()),
+                Some(b.range()),
+                accumulate.then(|| c.range()),
+            ],
             Some(c.range()),
             (m * n * k) as u64,
             None,

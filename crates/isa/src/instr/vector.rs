@@ -109,7 +109,11 @@ impl Core {
         int_div: bool,
         loc: &'static Location<'static>,
     ) -> KResult<()> {
-        let (ra, rb) = if row_bcast { ("src", "col") } else { ("a", "b") };
+        let (ra, rb) = if row_bcast {
+            ("src", "col")
+        } else {
+            ("a", "b")
+        };
         self.check_operand(instr, "dst", dst, UB)?;
         self.check_operand(instr, ra, a, UB)?;
         self.check_operand(instr, rb, b, UB)?;
@@ -140,7 +144,11 @@ impl Core {
                 if int_div {
                     let divisors: &[i32] = bytemuck::cast_slice(y);
                     if let Some(i) = divisors.iter().position(|&v| v == 0) {
-                        let (r, c) = if row_bcast { (i, 0) } else { (i / cols, i % cols) };
+                        let (r, c) = if row_bcast {
+                            (i, 0)
+                        } else {
+                            (i / cols, i % cols)
+                        };
                         return Err(bad(
                             instr,
                             format!("INT32 division by zero: {rb}[{r}, {c}] is 0"),
@@ -233,7 +241,10 @@ impl Core {
         same_dtype(instr, "src", dst, src)?;
         let num = Num::get(instr, "dst", dst.dtype)?;
         if op == Reduce::Max && src.cols == 0 && src.rows > 0 {
-            return Err(bad(instr, "src has no columns: the max of an empty row is undefined"));
+            return Err(bad(
+                instr,
+                "src has no columns: the max of an empty row is undefined",
+            ));
         }
         let cols = src.cols as usize;
         let (d, [s]) = split_operands(&mut self.bufs, &mut self.scratch, dst, [src]);
@@ -267,7 +278,17 @@ impl Core {
     #[track_caller]
     pub fn tadd(&mut self, dst: Tile, a: Tile, b: Tile) -> KResult<()> {
         let loc = Location::caller();
-        self.binary("TADD", dst, a, b, false, |x, y| x + y, i32::wrapping_add, false, loc)
+        self.binary(
+            "TADD",
+            dst,
+            a,
+            b,
+            false,
+            |x, y| x + y,
+            i32::wrapping_add,
+            false,
+            loc,
+        )
     }
 
     /// TSUB (VECTOR): dst = a − b.
@@ -277,7 +298,17 @@ impl Core {
     #[track_caller]
     pub fn tsub(&mut self, dst: Tile, a: Tile, b: Tile) -> KResult<()> {
         let loc = Location::caller();
-        self.binary("TSUB", dst, a, b, false, |x, y| x - y, i32::wrapping_sub, false, loc)
+        self.binary(
+            "TSUB",
+            dst,
+            a,
+            b,
+            false,
+            |x, y| x - y,
+            i32::wrapping_sub,
+            false,
+            loc,
+        )
     }
 
     /// TMUL (VECTOR): dst = a · b.
@@ -287,7 +318,17 @@ impl Core {
     #[track_caller]
     pub fn tmul(&mut self, dst: Tile, a: Tile, b: Tile) -> KResult<()> {
         let loc = Location::caller();
-        self.binary("TMUL", dst, a, b, false, |x, y| x * y, i32::wrapping_mul, false, loc)
+        self.binary(
+            "TMUL",
+            dst,
+            a,
+            b,
+            false,
+            |x, y| x * y,
+            i32::wrapping_mul,
+            false,
+            loc,
+        )
     }
 
     /// TDIV (VECTOR): dst = a / b (INT32: error on division by zero).
@@ -301,7 +342,17 @@ impl Core {
     #[track_caller]
     pub fn tdiv(&mut self, dst: Tile, a: Tile, b: Tile) -> KResult<()> {
         let loc = Location::caller();
-        self.binary("TDIV", dst, a, b, false, |x, y| x / y, i32::wrapping_div, true, loc)
+        self.binary(
+            "TDIV",
+            dst,
+            a,
+            b,
+            false,
+            |x, y| x / y,
+            i32::wrapping_div,
+            true,
+            loc,
+        )
     }
 
     /// TMAX (VECTOR): dst = max(a, b) (floats: `f32::max`, so a NaN operand
@@ -333,7 +384,14 @@ impl Core {
     pub fn tadds(&mut self, dst: Tile, src: Tile, s: f32) -> KResult<()> {
         let loc = Location::caller();
         let si = s as i32;
-        self.unary("TADDS", dst, src, |x| x + s, Some(|x: i32| x.wrapping_add(si)), loc)
+        self.unary(
+            "TADDS",
+            dst,
+            src,
+            |x| x + s,
+            Some(|x: i32| x.wrapping_add(si)),
+            loc,
+        )
     }
 
     /// TMULS (VECTOR): dst = src · s (INT32 tiles: `s as i32`, wrapping).
@@ -344,7 +402,14 @@ impl Core {
     pub fn tmuls(&mut self, dst: Tile, src: Tile, s: f32) -> KResult<()> {
         let loc = Location::caller();
         let si = s as i32;
-        self.unary("TMULS", dst, src, |x| x * s, Some(|x: i32| x.wrapping_mul(si)), loc)
+        self.unary(
+            "TMULS",
+            dst,
+            src,
+            |x| x * s,
+            Some(|x: i32| x.wrapping_mul(si)),
+            loc,
+        )
     }
 
     /// TMAXS (VECTOR): dst = max(src, s) (floats: `f32::max`; INT32: `s as i32`).
@@ -355,7 +420,14 @@ impl Core {
     pub fn tmaxs(&mut self, dst: Tile, src: Tile, s: f32) -> KResult<()> {
         let loc = Location::caller();
         let si = s as i32;
-        self.unary("TMAXS", dst, src, |x| x.max(s), Some(|x: i32| x.max(si)), loc)
+        self.unary(
+            "TMAXS",
+            dst,
+            src,
+            |x| x.max(s),
+            Some(|x: i32| x.max(si)),
+            loc,
+        )
     }
 
     /// TEXP (VECTOR): dst = exp(src) (f32 `exp`). Float tiles only.
@@ -435,7 +507,17 @@ impl Core {
     pub fn trowexpandsub(&mut self, dst: Tile, src: Tile, col: Tile) -> KResult<()> {
         let loc = Location::caller();
         let fi = i32::wrapping_sub;
-        self.binary("TROWEXPANDSUB", dst, src, col, true, |x, y| x - y, fi, false, loc)
+        self.binary(
+            "TROWEXPANDSUB",
+            dst,
+            src,
+            col,
+            true,
+            |x, y| x - y,
+            fi,
+            false,
+            loc,
+        )
     }
 
     /// TROWEXPANDMUL (VECTOR): dst[r, c] = src[r, c] · col[r, 0].
@@ -446,7 +528,17 @@ impl Core {
     pub fn trowexpandmul(&mut self, dst: Tile, src: Tile, col: Tile) -> KResult<()> {
         let loc = Location::caller();
         let fi = i32::wrapping_mul;
-        self.binary("TROWEXPANDMUL", dst, src, col, true, |x, y| x * y, fi, false, loc)
+        self.binary(
+            "TROWEXPANDMUL",
+            dst,
+            src,
+            col,
+            true,
+            |x, y| x * y,
+            fi,
+            false,
+            loc,
+        )
     }
 
     /// TROWEXPANDDIV (VECTOR): dst[r, c] = src[r, c] / col[r, 0].
@@ -457,7 +549,17 @@ impl Core {
     pub fn trowexpanddiv(&mut self, dst: Tile, src: Tile, col: Tile) -> KResult<()> {
         let loc = Location::caller();
         let fi = i32::wrapping_div;
-        self.binary("TROWEXPANDDIV", dst, src, col, true, |x, y| x / y, fi, true, loc)
+        self.binary(
+            "TROWEXPANDDIV",
+            dst,
+            src,
+            col,
+            true,
+            |x, y| x / y,
+            fi,
+            true,
+            loc,
+        )
     }
 
     /// TCVT (VECTOR): dtype conversion, same shape (f32↔bf16/f16 RNE, int↔float).

@@ -11,7 +11,12 @@ use simpler_core::{topology::CoreType, ChipTensor, DType};
 use simpler_isa::{BufKind, Core, Tile};
 
 /// The float/int dtypes the arithmetic instructions support.
-pub const NUM_DTYPES: [DType; 4] = [DType::Float32, DType::Bfloat16, DType::Float16, DType::Int32];
+pub const NUM_DTYPES: [DType; 4] = [
+    DType::Float32,
+    DType::Bfloat16,
+    DType::Float16,
+    DType::Int32,
+];
 /// The float dtypes.
 pub const FLOAT_DTYPES: [DType; 3] = [DType::Float32, DType::Bfloat16, DType::Float16];
 
@@ -117,7 +122,11 @@ pub fn to_i32_rne(x: f64) -> i32 {
     }
     let f = x.floor();
     let d = x - f;
-    let r = if d > 0.5 || (d == 0.5 && f % 2.0 != 0.0) { f + 1.0 } else { f };
+    let r = if d > 0.5 || (d == 0.5 && f % 2.0 != 0.0) {
+        f + 1.0
+    } else {
+        f
+    };
     r.clamp(f64::from(i32::MIN), f64::from(i32::MAX)) as i32
 }
 
@@ -205,7 +214,14 @@ pub fn rand_i32(r: &mut ChaCha8Rng, n: usize) -> Vec<f64> {
 }
 
 /// Allocate a tile and fill it with `vals` (exactly representable).
-pub fn tile_with(core: &mut Core, buf: BufKind, rows: u32, cols: u32, dtype: DType, vals: &[f64]) -> Tile {
+pub fn tile_with(
+    core: &mut Core,
+    buf: BufKind,
+    rows: u32,
+    cols: u32,
+    dtype: DType,
+    vals: &[f64],
+) -> Tile {
     let t = core.alloc_tile(buf, rows, cols, dtype).unwrap();
     put(core, t, vals);
     t
@@ -214,7 +230,8 @@ pub fn tile_with(core: &mut Core, buf: BufKind, rows: u32, cols: u32, dtype: DTy
 /// Overwrite a tile with `vals`.
 pub fn put(core: &mut Core, t: Tile, vals: &[f64]) {
     assert_eq!(vals.len(), t.numel());
-    core.tile_bytes_mut(t).copy_from_slice(&encode_all(t.dtype, vals));
+    core.tile_bytes_mut(t)
+        .copy_from_slice(&encode_all(t.dtype, vals));
 }
 
 /// A tile's values.

@@ -1,0 +1,119 @@
+//! Command-line grammar (clap derive).
+
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use simpler_chip::ArchProfile;
+use simpler_runtime::RuntimeConfig;
+
+/// Runtime for task graphs on a simulated tile accelerator, built for diagnostics.
+#[derive(Debug, Parser)]
+#[command(name = "simpler", version, about)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a bundled workload and check its golden (exit 1 on FAIL).
+    Run(RunArgs),
+    /// List workloads, their cases and their kernels (func id, core type).
+    List,
+    /// Measure the runtime (see DESIGN §10).
+    Bench(BenchArgs),
+}
+
+/// Chip and runtime shape, shared by every command that runs something.
+#[derive(Debug, Clone, Args)]
+pub struct ChipArgs {
+    /// Architecture profile.
+    #[arg(long, default_value = "a2a3", value_parser = ["a2a3", "a5"])]
+    pub arch: String,
+    /// Clusters (1 AIC + 2 AIV each).
+    #[arg(long, default_value_t = 8)]
+    pub clusters: u32,
+    /// Scheduler threads.
+    #[arg(long, default_value_t = 3)]
+    pub sched_threads: u32,
+    /// Global memory to reserve, in MiB.
+    #[arg(long, default_value_t = 4096)]
+    pub gm_mib: u64,
+    /// Abort the run after this many seconds.
+    #[arg(long)]
+    pub timeout: Option<f64>,
+}
+
+impl ChipArgs {
+    /// The runtime configuration these flags describe.
+    pub fn config(&self) -> Result<RuntimeConfig> {
+        let Some(arch) = ArchProfile::by_name(&self.arch) else {
+            bail!(
+                "--arch {}: expected one of {:?}",
+                self.arch,
+                ArchProfile::NAMES
+            );
+        };
+        let timeout = match self.timeout {
+            None => None,
+            Some(t) if t > 0.0 && t.is_finite() => Some(Duration::from_secs_f64(t)),
+            Some(t) => bail!("--timeout {t}: expected a positive number of seconds"),
+        };
+        if self.gm_mib == 0 {
+            bail!("--gm-mib 0: expected a positive size in MiB");
+        }
+        Ok(RuntimeConfig {
+            arch,
+            clusters: self.clusters,
+            sched_threads: self.sched_threads,
+            gm_bytes: self.gm_mib << 20,
+            timeout,
+            ..Default::default()
+        })
+    }
+}
+
+/// `simpler run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Workload name (see `simpler list`).
+    pub workload: String,
+    /// Case (default: the workload's first case).
+    #[arg(long)]
+    pub case: Option<String>,
+    /// Seed for the generated inputs.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Chip shape.
+    #[command(flatten)]
+    pub chip: ChipArgs,
+}
+
+/// Benchmarks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BenchName {
+    /// Per-task runtime overhead: flood of tiny tasks vs the same kernels in a loop.
+    Dispatch,
+}
+
+/// `simpler bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Which benchmark.
+    pub name: BenchName,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Tasks in the flood (dispatch).
+    #[arg(long, default_value_t = 200_000)]
+    pub tasks: u32,
+    /// Repetitions; the best is reported.
+    #[arg(long, default_value_t = 3)]
+    pub reps: u32,
+    /// Chip shape.
+    #[command(flatten)]
+    pub chip: ChipArgs,
+}

@@ -1,0 +1,45 @@
+//! `simpler`: the command-line front end. Parses flags and dispatches; the
+//! work lives in the library crates.
+
+mod bench;
+mod cli;
+mod list;
+mod run;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    quiet_panics();
+    let args = cli::Cli::parse();
+    match dispatch(args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn dispatch(args: cli::Cli) -> anyhow::Result<ExitCode> {
+    match args.command {
+        cli::Command::Run(a) => run::run(&a),
+        cli::Command::List => list::list(),
+        cli::Command::Bench(a) => bench::bench(&a),
+    }
+}
+
+/// Kernel panics are caught by the runtime and reported as errors naming the
+/// task; the default hook would also print a "thread panicked" line for them.
+/// Keep one line for panics elsewhere (a bug in simpler itself), no backtrace.
+fn quiet_panics() {
+    std::panic::set_hook(Box::new(|info| {
+        let on_core = std::thread::current()
+            .name()
+            .is_some_and(|n| n.starts_with("core"));
+        if !on_core {
+            eprintln!("internal error: {info}");
+        }
+    }));
+}

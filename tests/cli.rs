@@ -1,0 +1,114 @@
+//! The `simpler` binary as a user runs it.
+
+use std::process::{Command, Output};
+
+fn simpler(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_simpler"))
+        .args(args)
+        .output()
+        .expect("run simpler")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn run_paged_attention_small1_passes() {
+    let o = simpler(&["run", "paged_attention", "--case", "CaseSmall1"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout: {out}\nstderr: {err}");
+    assert!(out.contains("12 tasks, 12 dispatches"), "{out}");
+    assert!(out.contains("PASS  max abs err"), "{out}");
+}
+
+#[test]
+fn run_every_workload_default_case() {
+    for w in ["vector_example", "mixed_example", "flood"] {
+        let o = simpler(&[
+            "run",
+            w,
+            "--seed",
+            "3",
+            "--clusters",
+            "2",
+            "--sched-threads",
+            "1",
+        ]);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(0), "{w}: {out}\n{err}");
+        assert!(out.contains("PASS"), "{w}: {out}");
+    }
+}
+
+#[test]
+fn list_shows_workloads_cases_and_kernels() {
+    let o = simpler(&["list"]);
+    let (out, _) = text(&o);
+    assert!(o.status.success());
+    for want in [
+        "paged_attention",
+        "case CaseSmall1 (default)",
+        "case CaseLarge",
+        "kernel func_id 0 qk_matmul [aic]",
+        "kernel func_id 3 online_update [aiv]",
+        "mixed_example",
+        "vector_example",
+        "flood",
+    ] {
+        assert!(out.contains(want), "missing {want:?} in\n{out}");
+    }
+}
+
+#[test]
+fn unknown_workload_lists_the_valid_ones() {
+    let o = simpler(&["run", "nope"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(out.is_empty());
+    assert!(err.contains("unknown workload 'nope'"), "{err}");
+    assert!(err.contains("paged_attention"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn unknown_case_lists_the_valid_ones() {
+    let o = simpler(&["run", "paged_attention", "--case", "CaseHuge"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(err.contains("no case 'CaseHuge'"), "{err}");
+    assert!(
+        err.contains("CaseSmall1, CaseSmall2, CaseBench, CaseLarge"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_chip_flags_are_named() {
+    let o = simpler(&["run", "vector_example", "--clusters", "99"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        err.contains("--clusters 99 is outside 1..=24 for arch a2a3"),
+        "{err}"
+    );
+    let o = simpler(&["run", "vector_example", "--arch", "a9"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(err.contains("a9"), "{err}");
+    let o = simpler(&["run", "vector_example", "--timeout", "-1"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(err.contains("--timeout"), "{err}");
+}
+
+#[test]
+fn a5_profile_with_36_clusters_runs() {
+    let o = simpler(&["run", "mixed_example", "--arch", "a5", "--clusters", "36"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(out.contains("36 clusters"), "{out}");
+}
