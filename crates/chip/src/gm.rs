@@ -379,6 +379,6 @@ mod tests {
         let past = t.view(&[0, 0], &[4, 6]).unwrap();
         let mut bad = past;
         bad.start_offset = 16; // 64 bytes past: beyond the 128-byte (rounded) allocation
-        assert!(gm.gather(&bad, &mut vec![0u8; 96]).is_err());
+        assert!(gm.gather(&bad, &mut [0u8; 96]).is_err());
     }
 }

@@ -100,7 +100,7 @@ impl LocalBuffers {
     pub fn alloc(&mut self, buf: BufKind, bytes: usize) -> KResult<usize> {
         let i = buf.index();
         let start = self.used[i].div_ceil(TILE_ALIGN) * TILE_ALIGN;
-        let end = start.checked_add(bytes).unwrap_or(usize::MAX);
+        let end = start.saturating_add(bytes);
         if end > self.capacity[i] {
             return Err(KernelError::LocalBufferOverflow {
                 buffer: buf.name(),

@@ -93,12 +93,17 @@ pub mod payload {
     pub const BYTES: u64 = DESCS + (MAX_TENSORS * crate::ChipTensor::BYTES) as u64;
 }
 
+// The layout fits together: contexts before the descriptors, scalars end
+// where the context slots begin.
+const _: () = assert!(payload::GLOBAL_CONTEXT + 8 <= payload::DESCS);
+const _: () = assert!(MAX_TENSORS + MAX_SCALARS == LOCAL_CONTEXT_SLOT);
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn contexts_round_trip_and_layout_fits() {
+    fn contexts_round_trip() {
         let l = LocalContext {
             block_idx: 3,
             block_num: -1,
@@ -106,7 +111,5 @@ mod tests {
         assert_eq!(LocalContext::from_bytes(l.to_bytes()), l);
         let g = GlobalContext { sub_block_id: 1 };
         assert_eq!(GlobalContext::from_bytes(g.to_bytes()), g);
-        assert!(payload::GLOBAL_CONTEXT + 8 <= payload::DESCS);
-        assert_eq!(MAX_TENSORS + MAX_SCALARS, LOCAL_CONTEXT_SLOT);
     }
 }

@@ -16,12 +16,14 @@
 #![deny(missing_docs)]
 
 pub mod abi;
+mod args;
 mod dtype;
 mod error;
 mod task_id;
 mod tensor;
 pub mod topology;
 
+pub use args::{ArgRole, Scalar};
 pub use dtype::DType;
 pub use error::{DescError, KResult, KernelError};
 pub use task_id::TaskId;

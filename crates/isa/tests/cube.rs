@@ -214,8 +214,8 @@ fn matmul_pipeline_gm_to_gm() {
         core.tload(l1b, &tb.transpose(0, 1)).unwrap();
         core.tmov(a, l1a).unwrap();
         core.tmov(b, l1b).unwrap();
-        let line = line!();
-        core.tmatmul(c, a, b, false).unwrap();
+        let (line, r) = (line!(), core.tmatmul(c, a, b, false));
+        r.unwrap();
         core.tstore(&tc, c).unwrap();
         let recs = core.take_records();
         if record {

@@ -433,11 +433,11 @@ fn records_of_memory_instructions() {
     v.start_recording();
     let x = v.alloc_tile(BufKind::Ub, 4, 8, DType::Bfloat16).unwrap();
     let y = v.alloc_tile(BufKind::Ub, 4, 8, DType::Float32).unwrap();
-    let l_load = line!();
-    v.tload(x, &sv).unwrap();
+    let (l_load, r) = (line!(), v.tload(x, &sv));
+    r.unwrap();
     v.tcvt(y, x).unwrap();
-    let l_store = line!();
-    v.tstore(&out, y).unwrap();
+    let (l_store, r) = (line!(), v.tstore(&out, y));
+    r.unwrap();
     let recs = v.take_records();
     assert_eq!(recs.len(), 3);
     let ld = &recs[0];

@@ -1,5 +1,6 @@
 //! What orchestration code passes around: tensors, scalars, task arguments.
 
+pub use simpler_core::{ArgRole, Scalar};
 use simpler_core::{ChipTensor, DType, TaskId};
 
 use crate::RuntimeError;
@@ -87,107 +88,6 @@ impl TensorInfo {
             shape: shape.to_vec(),
             dtype,
         }
-    }
-}
-
-/// A scalar argument: raw 64-bit slot bits plus the dtype orchestration declared.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Scalar {
-    /// The slot's raw bits (f32 → its bits zero-extended).
-    pub bits: u64,
-    /// Declared dtype (`UINT64` when unknown).
-    pub dtype: DType,
-}
-
-impl Scalar {
-    /// An f32 scalar (bits zero-extended).
-    pub fn f32(v: f32) -> Scalar {
-        Scalar {
-            bits: u64::from(v.to_bits()),
-            dtype: DType::Float32,
-        }
-    }
-
-    /// An i32 scalar (bits zero-extended, as the slot holds it).
-    pub fn i32(v: i32) -> Scalar {
-        Scalar {
-            bits: u64::from(v as u32),
-            dtype: DType::Int32,
-        }
-    }
-
-    /// An i64 scalar.
-    pub fn i64(v: i64) -> Scalar {
-        Scalar {
-            bits: v as u64,
-            dtype: DType::Int64,
-        }
-    }
-
-    /// A u64 scalar.
-    pub fn u64(v: u64) -> Scalar {
-        Scalar {
-            bits: v,
-            dtype: DType::Uint64,
-        }
-    }
-
-    /// The value as f64 (integers exact up to 2^53).
-    pub fn as_f64(&self) -> f64 {
-        match self.dtype {
-            DType::Float32 => f64::from(f32::from_bits(self.bits as u32)),
-            DType::Int32 => f64::from(self.bits as u32 as i32),
-            DType::Int64 => self.bits as i64 as f64,
-            _ => self.bits as f64,
-        }
-    }
-
-    /// The value as i64 (floats truncated).
-    pub fn as_i64(&self) -> i64 {
-        match self.dtype {
-            DType::Float32 => f32::from_bits(self.bits as u32) as i64,
-            DType::Int32 => i64::from(self.bits as u32 as i32),
-            _ => self.bits as i64,
-        }
-    }
-}
-
-/// How a task uses a tensor; decides its dependencies and its dump stages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ArgRole {
-    /// Read only.
-    Input,
-    /// Allocated by the runtime for this task, written by it.
-    Output,
-    /// An existing buffer the task overwrites.
-    OutputExisting,
-    /// Read and written.
-    InOut,
-    /// Passed through without dependency tracking.
-    NoDep,
-}
-
-impl ArgRole {
-    /// Lowercase name used in dumps (`input`, `output`, `inout`, …).
-    pub fn name(self) -> &'static str {
-        match self {
-            ArgRole::Input => "input",
-            ArgRole::Output => "output",
-            ArgRole::OutputExisting => "output_existing",
-            ArgRole::InOut => "inout",
-            ArgRole::NoDep => "no_dep",
-        }
-    }
-
-    /// True when the task reads the tensor (it depends on earlier writers).
-    pub fn reads(self) -> bool {
-        matches!(self, ArgRole::Input | ArgRole::InOut)
-    }
-
-    /// True when the task writes an existing buffer (it waits for earlier
-    /// readers and writers of the region).
-    pub fn writes_existing(self) -> bool {
-        matches!(self, ArgRole::InOut | ArgRole::OutputExisting)
     }
 }
 

@@ -143,28 +143,26 @@ impl Shared {
         }
     }
 
-    /// Queue every block of a task whose dependencies are done.
+    /// Queue a task whose dependencies are done. Only block 0 is queued;
+    /// dispatching block `b` queues block `b + 1`, so whoever takes block 0
+    /// sees the task before any of its blocks runs (the before-dispatch dump
+    /// relies on that).
     pub fn push_ready(&self, task: Arc<Task>) {
+        self.push_block(task, 0);
+    }
+
+    fn push_block(&self, task: Arc<Task>, block: u32) {
         let si = shape_index(task.shape());
-        let n = task.block_num;
-        for block in 0..n {
-            self.ready[si].push(ReadyItem {
-                task: task.clone(),
-                block,
-            });
-        }
+        self.ready[si].push(ReadyItem { task, block });
         // Pairs with the fence a scheduler issues between publishing its free
         // capacity and re-checking the queues: one of the two sees the other.
         fence(Ordering::SeqCst);
-        let mut to_wake = n;
-        for s in &self.scheds {
-            if to_wake == 0 {
-                break;
-            }
-            if s.free[si].load(Ordering::Relaxed) > 0 {
-                s.wake_if_sleeping();
-                to_wake -= 1;
-            }
+        if let Some(s) = self
+            .scheds
+            .iter()
+            .find(|s| s.free[si].load(Ordering::Relaxed) > 0)
+        {
+            s.wake_if_sleeping();
         }
     }
 
@@ -295,6 +293,7 @@ impl Worker {
                 let idx = m[mem.subtask.id() as usize];
                 self.send(idx, &item, mem, mem.subtask);
             }
+            self.next_block(item);
             any = true;
         }
         let mix_waiting = !self.shared.ready[2].is_empty();
@@ -317,6 +316,7 @@ impl Worker {
                 let mem = item.task.members[0];
                 let sub = self.cores[idx].subtask;
                 self.send(idx, &item, mem, sub);
+                self.next_block(item);
                 any = true;
             }
         }
@@ -381,6 +381,13 @@ impl Worker {
         };
         if core.tx.send(d).is_err() {
             core.inflight -= 1;
+        }
+    }
+
+    /// After the members of `item`'s block were sent: queue the next block.
+    fn next_block(&self, item: ReadyItem) {
+        if item.block + 1 < item.task.block_num {
+            self.shared.push_block(item.task, item.block + 1);
         }
     }
 

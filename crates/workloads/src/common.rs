@@ -63,7 +63,7 @@ pub(crate) fn shrink(t: Tile, rows: u32, cols: u32) -> Tile {
 }
 
 /// Elementwise tile operations used by the row-chunked helpers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Elementwise {
     /// out = x + y.
     Add,

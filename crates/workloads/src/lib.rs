@@ -10,6 +10,7 @@
 use simpler_runtime::{KernelDef, RunReport, Runtime, RuntimeError};
 use thiserror::Error;
 
+mod common;
 pub mod flood;
 pub mod golden;
 pub mod mixed_example;

@@ -9,7 +9,7 @@ use super::{bad, byte_range, scratch_f32, widen_into};
 use crate::{record::Pipe, Core, Tile};
 
 impl Core {
-    /// TMATMUL (CUBE): c[M,N] (L0C, f32) (+)= a[M,K] (L0A) × b[K,N] (L0B);
+    /// TMATMUL (CUBE): `c[M,N]` (L0C, f32) (+)= `a[M,K]` (L0A) × `b[K,N]` (L0B);
     /// a, b of one dtype in {f32, f16, bf16}; each product is computed in f32
     /// and added sequentially over k = 0..K to an f32 accumulator that starts
     /// from c (accumulate) or 0.0.

@@ -22,7 +22,7 @@ mod vector;
 
 use std::ops::Range;
 
-use half::{bf16, f16};
+use half::{bf16, f16, slice::HalfFloatSliceExt};
 use simpler_chip::{BufKind, LocalBuffers};
 use simpler_core::{DType, KResult, KernelError};
 
@@ -215,12 +215,19 @@ impl Num {
 trait FloatElem: bytemuck::Pod {
     /// Significand bits including the implicit one.
     const SIG_BITS: u32;
+    /// True for f32 itself (no conversion needed).
+    const IS_F32: bool;
     fn to_f32(self) -> f32;
     fn from_f32(x: f32) -> Self;
+    /// `dst[i] = src[i].to_f32()` (vectorised where the `half` crate can).
+    fn widen_slice(src: &[Self], dst: &mut [f32]);
+    /// `dst[i] = Self::from_f32(src[i])` (vectorised where `half` can).
+    fn narrow_slice(src: &[f32], dst: &mut [Self]);
 }
 
 impl FloatElem for f32 {
     const SIG_BITS: u32 = 24;
+    const IS_F32: bool = true;
     #[inline(always)]
     fn to_f32(self) -> f32 {
         self
@@ -229,10 +236,17 @@ impl FloatElem for f32 {
     fn from_f32(x: f32) -> f32 {
         x
     }
+    fn widen_slice(src: &[f32], dst: &mut [f32]) {
+        dst.copy_from_slice(src);
+    }
+    fn narrow_slice(src: &[f32], dst: &mut [f32]) {
+        dst.copy_from_slice(src);
+    }
 }
 
 impl FloatElem for bf16 {
     const SIG_BITS: u32 = 8;
+    const IS_F32: bool = false;
     #[inline(always)]
     fn to_f32(self) -> f32 {
         bf16::to_f32(self)
@@ -241,10 +255,17 @@ impl FloatElem for bf16 {
     fn from_f32(x: f32) -> bf16 {
         bf16::from_f32(x)
     }
+    fn widen_slice(src: &[bf16], dst: &mut [f32]) {
+        src.convert_to_f32_slice(dst);
+    }
+    fn narrow_slice(src: &[f32], dst: &mut [bf16]) {
+        dst.convert_from_f32_slice(src);
+    }
 }
 
 impl FloatElem for f16 {
     const SIG_BITS: u32 = 11;
+    const IS_F32: bool = false;
     #[inline(always)]
     fn to_f32(self) -> f32 {
         f16::to_f32(self)
@@ -252,6 +273,51 @@ impl FloatElem for f16 {
     #[inline(always)]
     fn from_f32(x: f32) -> f16 {
         f16::from_f32(x)
+    }
+    fn widen_slice(src: &[f16], dst: &mut [f32]) {
+        src.convert_to_f32_slice(dst);
+    }
+    fn narrow_slice(src: &[f32], dst: &mut [f16]) {
+        dst.convert_from_f32_slice(src);
+    }
+}
+
+/// Elements per stack chunk when 16-bit floats are processed via f32.
+const CHUNK: usize = 256;
+
+/// `d[i] = narrow(f(widen(s[i])))` for 16-bit floats, a stack chunk at a time
+/// (no heap, vectorised conversions).
+#[inline(always)]
+fn chunked1<E: FloatElem>(d: &mut [E], s: &[E], f: impl Fn(f32) -> f32) {
+    let mut buf = [0f32; CHUNK];
+    for (dc, sc) in d.chunks_mut(CHUNK).zip(s.chunks(CHUNK)) {
+        let x = &mut buf[..dc.len()];
+        E::widen_slice(sc, x);
+        for v in x.iter_mut() {
+            *v = f(*v);
+        }
+        E::narrow_slice(x, dc);
+    }
+}
+
+/// `d[i] = narrow(f(widen(a[i]), widen(b[i])))`, a stack chunk at a time.
+#[inline(always)]
+fn chunked2<E: FloatElem>(d: &mut [E], a: &[E], b: &[E], f: impl Fn(f32, f32) -> f32) {
+    let mut xa = [0f32; CHUNK];
+    let mut xb = [0f32; CHUNK];
+    for ((dc, ac), bc) in d
+        .chunks_mut(CHUNK)
+        .zip(a.chunks(CHUNK))
+        .zip(b.chunks(CHUNK))
+    {
+        let n = dc.len();
+        let (x, y) = (&mut xa[..n], &mut xb[..n]);
+        E::widen_slice(ac, x);
+        E::widen_slice(bc, y);
+        for (p, &q) in x.iter_mut().zip(y.iter()) {
+            *p = f(*p, q);
+        }
+        E::narrow_slice(x, dc);
     }
 }
 
@@ -314,6 +380,20 @@ fn convert(sd: DType, dd: DType, src: &[u8], dst: &mut [u8]) {
     if sd == dd {
         dst.copy_from_slice(src);
         return;
+    }
+    // Whole-slice conversions between f32 and the 16-bit floats.
+    fn widen<S: FloatElem>(src: &[u8], dst: &mut [u8]) {
+        S::widen_slice(bytemuck::cast_slice(src), bytemuck::cast_slice_mut(dst));
+    }
+    fn narrow<D: FloatElem>(src: &[u8], dst: &mut [u8]) {
+        D::narrow_slice(bytemuck::cast_slice(src), bytemuck::cast_slice_mut(dst));
+    }
+    match (sd, dd) {
+        (DType::Bfloat16, DType::Float32) => return widen::<bf16>(src, dst),
+        (DType::Float16, DType::Float32) => return widen::<f16>(src, dst),
+        (DType::Float32, DType::Bfloat16) => return narrow::<bf16>(src, dst),
+        (DType::Float32, DType::Float16) => return narrow::<f16>(src, dst),
+        _ => {}
     }
     fn from_float<S: FloatElem>(dd: DType, src: &[u8], dst: &mut [u8]) {
         match dd {

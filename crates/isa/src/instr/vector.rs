@@ -8,8 +8,8 @@ use simpler_chip::BufKind;
 use simpler_core::KResult;
 
 use super::{
-    bad, byte_range, convert, describe, map1, map2, map_rows, same_dtype, same_shape_dtype,
-    split_operands, FloatElem, Num,
+    bad, byte_range, chunked1, chunked2, convert, describe, map1, map2, map_rows, same_dtype,
+    same_shape_dtype, split_operands, FloatElem, Num, CHUNK,
 };
 use crate::{record::Pipe, Core, Tile};
 
@@ -31,17 +31,36 @@ fn float2<E: FloatElem>(
     row_cols: Option<usize>,
     f: impl Fn(f32, f32) -> f32,
 ) {
-    let g = |x: E, y: E| E::from_f32(f(x.to_f32(), y.to_f32()));
+    if E::IS_F32 {
+        let g = |x: E, y: E| E::from_f32(f(x.to_f32(), y.to_f32()));
+        return match row_cols {
+            None => map2::<E, E>(d, a, b, g),
+            Some(cols) => map_rows::<E, E>(d, a, b, cols, g),
+        };
+    }
+    let d: &mut [E] = bytemuck::cast_slice_mut(d);
+    let a: &[E] = bytemuck::cast_slice(a);
+    let b: &[E] = bytemuck::cast_slice(b);
     match row_cols {
-        None => map2::<E, E>(d, a, b, g),
-        Some(cols) => map_rows::<E, E>(d, a, b, cols, g),
+        None => chunked2(d, a, b, f),
+        Some(0) => {}
+        Some(cols) => {
+            for ((drow, arow), &y) in d.chunks_exact_mut(cols).zip(a.chunks_exact(cols)).zip(b) {
+                let y = y.to_f32();
+                chunked1(drow, arow, |x| f(x, y));
+            }
+        }
     }
 }
 
 /// A float unary op on `E` elements.
 #[inline(always)]
 fn float1<E: FloatElem>(d: &mut [u8], s: &[u8], f: impl Fn(f32) -> f32) {
-    map1::<E, E>(d, s, |x| E::from_f32(f(x.to_f32())));
+    if E::IS_F32 {
+        map1::<E, E>(d, s, |x| E::from_f32(f(x.to_f32())));
+    } else {
+        chunked1::<E>(bytemuck::cast_slice_mut(d), bytemuck::cast_slice(s), f);
+    }
 }
 
 /// Row reduction over `E` elements, computed in f32 and rounded once.
@@ -53,14 +72,22 @@ fn reduce_float<E: FloatElem>(d: &mut [u8], s: &[u8], cols: usize, op: Reduce) {
         d.fill(E::from_f32(0.0));
         return;
     }
+    let mut buf = [0f32; CHUNK];
     for (o, row) in d.iter_mut().zip(s.chunks_exact(cols)) {
-        let v = match op {
-            Reduce::Max => row[1..]
-                .iter()
-                .fold(row[0].to_f32(), |m, &x| m.max(x.to_f32())),
-            Reduce::Sum => row.iter().fold(0.0f32, |acc, &x| acc + x.to_f32()),
+        let mut acc = match op {
+            Reduce::Max => row[0].to_f32(),
+            Reduce::Sum => 0.0f32,
         };
-        *o = E::from_f32(v);
+        // Left to right over the row, a widened chunk at a time.
+        for chunk in row.chunks(CHUNK) {
+            let x = &mut buf[..chunk.len()];
+            E::widen_slice(chunk, x);
+            acc = match op {
+                Reduce::Max => x.iter().fold(acc, |m, &v| m.max(v)),
+                Reduce::Sum => x.iter().fold(acc, |a, &v| a + v),
+            };
+        }
+        *o = E::from_f32(acc);
     }
 }
 

@@ -1,0 +1,59 @@
+//! flood: independent tiny tasks, the golden, and the kernel-loop baseline.
+
+mod common;
+
+use simpler_workloads::{
+    flood::{self, flood_kernel_loop, run_n, Flood, Inputs},
+    Workload,
+};
+
+#[test]
+fn small_case_passes() {
+    let rt = common::runtime(flood::kernels(), 8, 3, 64);
+    for seed in [0, 1] {
+        let o = Flood.run("Small", seed, &rt).expect("run");
+        assert!(o.golden.passed, "{:?}", o.golden);
+        assert_eq!(o.report.tasks, 1000);
+        assert_eq!(o.report.dispatches, 1000);
+    }
+}
+
+#[test]
+fn bench_case_passes() {
+    let rt = common::runtime(flood::kernels(), 8, 3, 256);
+    let o = Flood.run("Bench", 0, &rt).expect("run");
+    assert!(o.golden.passed, "{:?}", o.golden);
+    assert_eq!(o.report.tasks, 200_000);
+}
+
+#[test]
+fn one_cluster_one_scheduler() {
+    let rt = common::runtime(flood::kernels(), 1, 1, 64);
+    let r = run_n(300, 5, &rt).expect("run");
+    assert!(r.golden.passed, "{:?}", r.golden);
+}
+
+#[test]
+fn inputs_are_reproducible_and_perturbation_fails() {
+    let a = Inputs::generate(100, 1);
+    assert_eq!(a, Inputs::generate(100, 1));
+    assert_ne!(a, Inputs::generate(100, 2));
+    let rt = common::runtime(flood::kernels(), 2, 1, 64);
+    let r = run_n(100, 1, &rt).expect("run");
+    assert!(a.check(&r.y).passed);
+    // Y[i, j] == X[i, j] + i, bit for bit in f32.
+    for (k, (&y, &x)) in r.y.iter().zip(&a.x).enumerate() {
+        assert_eq!(y, x + (k / 16) as f32);
+    }
+    let mut bad = r.y.clone();
+    bad[16 * 99 + 15] += 1.0;
+    assert!(!a.check(&bad).passed);
+}
+
+#[test]
+fn kernel_loop_baseline_runs() {
+    for n in [0, 1, 5000] {
+        let d = flood_kernel_loop(n).expect("loop");
+        assert!(d.as_secs() < 10);
+    }
+}
