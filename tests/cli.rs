@@ -99,7 +99,7 @@ fn bad_chip_flags_are_named() {
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(2));
     assert!(err.contains("a9"), "{err}");
-    let o = simpler(&["run", "vector_example", "--timeout", "-1"]);
+    let o = simpler(&["run", "vector_example", "--timeout", "0"]);
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(2));
     assert!(err.contains("--timeout"), "{err}");

@@ -1,6 +1,6 @@
 //! Argument vocabulary shared by the runtime, the dumps and replay.
 
-use crate::DType;
+use crate::{ChipTensor, DType};
 
 /// A scalar argument: raw 64-bit slot bits plus the dtype orchestration declared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,4 +101,26 @@ impl ArgRole {
     pub fn writes_existing(self) -> bool {
         matches!(self, ArgRole::InOut | ArgRole::OutputExisting)
     }
+}
+
+/// One tensor argument of a submitted task, as the scheduler and the dumps
+/// see it: the final descriptor, its role, and whether it was marked with
+/// `.dump()` for selective dumping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskTensor {
+    /// Descriptor written into the dispatch payload.
+    pub desc: ChipTensor,
+    /// How the task uses it.
+    pub role: ArgRole,
+    /// Marked for selective dumping (levels 1 and 3).
+    pub marked: bool,
+}
+
+/// One scalar argument of a submitted task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskScalar {
+    /// Bits and declared dtype.
+    pub scalar: Scalar,
+    /// Marked for selective dumping (levels 1 and 3).
+    pub marked: bool,
 }

@@ -23,7 +23,7 @@ mod task_id;
 mod tensor;
 pub mod topology;
 
-pub use args::{ArgRole, Scalar};
+pub use args::{ArgRole, Scalar, TaskScalar, TaskTensor};
 pub use dtype::DType;
 pub use error::{DescError, KResult, KernelError};
 pub use task_id::TaskId;

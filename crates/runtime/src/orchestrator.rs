@@ -13,12 +13,12 @@ use std::{
 use crossbeam::sync::Parker;
 use simpler_core::{
     abi::{MAX_SCALARS, MAX_TENSORS},
-    ChipTensor, TaskId, MAX_DIMS,
+    ChipTensor, TaskId, TaskScalar, TaskTensor, MAX_DIMS,
 };
 
 use crate::{
     scheduler::Shared,
-    task::{Buffer, Member, Task, TaskTensor},
+    task::{Buffer, Member, Task},
     tensormap::{Access, TensorMap},
     ArgRole, KernelRegistry, Kernels, RuntimeError, Scalar, TaskArgs, Tensor, TensorArg,
     TensorInfo,
@@ -294,7 +294,7 @@ impl<'r> Orchestrator<'r> {
                     tensors.push(TaskTensor {
                         desc,
                         role: *role,
-                        dump: *dump,
+                        marked: *dump,
                     });
                 }
                 TensorArg::New(info) => {
@@ -305,7 +305,7 @@ impl<'r> Orchestrator<'r> {
                     tensors.push(TaskTensor {
                         desc: *t.desc(),
                         role: ArgRole::Output,
-                        dump: *dump,
+                        marked: *dump,
                     });
                 }
             }
@@ -318,7 +318,10 @@ impl<'r> Orchestrator<'r> {
             members,
             args.block_num,
             tensors,
-            args.scalars.clone(),
+            args.scalars
+                .iter()
+                .map(|&(scalar, marked)| TaskScalar { scalar, marked })
+                .collect(),
             buffers,
         ));
         self.seq += 1;

@@ -342,8 +342,8 @@ impl Worker {
             slots[i] = base + off as u64;
         }
         let nt = task.tensors.len();
-        for (j, (s, _)) in task.scalars.iter().enumerate() {
-            slots[nt + j] = s.bits;
+        for (j, s) in task.scalars.iter().enumerate() {
+            slots[nt + j] = s.scalar.bits;
         }
         slots[LOCAL_CONTEXT_SLOT] = base + payload::LOCAL_CONTEXT;
         slots[GLOBAL_CONTEXT_SLOT] = base + payload::GLOBAL_CONTEXT;

@@ -7,10 +7,10 @@ use std::sync::{
 
 use parking_lot::Mutex;
 use simpler_chip::Gm;
-use simpler_core::{topology::Subtask, ChipTensor, TaskId};
+use simpler_core::{topology::Subtask, TaskId, TaskScalar, TaskTensor};
 use simpler_isa::KernelFn;
 
-use crate::{ArgRole, Kernels, Scalar, Shape};
+use crate::{Kernels, Shape};
 
 /// A GM buffer the runtime allocated, freed when its last reference goes:
 /// one from the scope that allocated it and one per incomplete task using it.
@@ -41,16 +41,6 @@ impl Buffer {
     }
 }
 
-/// One tensor argument after submission (descriptor final).
-#[derive(Debug, Clone)]
-pub(crate) struct TaskTensor {
-    pub desc: ChipTensor,
-    pub role: ArgRole,
-    /// Marked with `.dump()`; read by the selective tensor dump (levels 1, 3).
-    #[allow(dead_code)]
-    pub dump: bool,
-}
-
 /// A cluster member's kernel.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Member {
@@ -78,7 +68,7 @@ pub(crate) struct Task {
     pub members: Vec<Member>,
     pub block_num: u32,
     pub tensors: Vec<TaskTensor>,
-    pub scalars: Vec<(Scalar, bool)>,
+    pub scalars: Vec<TaskScalar>,
     pub buffers: Vec<Arc<Buffer>>,
     /// Unfinished dependencies + 1 while the orchestrator is still wiring it.
     fanin: AtomicU32,
@@ -97,7 +87,7 @@ impl Task {
         members: Vec<Member>,
         block_num: u32,
         tensors: Vec<TaskTensor>,
-        scalars: Vec<(Scalar, bool)>,
+        scalars: Vec<TaskScalar>,
         buffers: Vec<Arc<Buffer>>,
     ) -> Task {
         let subtasks = block_num * members.len() as u32;

@@ -51,8 +51,9 @@ pub fn overlaps(a: &ChipTensor, b: &ChipTensor) -> bool {
 /// `None` when the strides are not a nested layout (then no box test).
 fn box_origin(v: &ChipTensor) -> Option<[u64; simpler_core::MAX_DIMS]> {
     let nd = v.ndims as usize;
-    let mut order: Vec<usize> = (0..nd).collect();
-    order.sort_by_key(|&d| std::cmp::Reverse(v.strides[d]));
+    let mut order = [0usize, 1, 2, 3, 4];
+    let order = &mut order[..nd];
+    order.sort_unstable_by_key(|&d| std::cmp::Reverse(v.strides[d]));
     let mut rem = v.start_offset;
     let mut out = [0u64; simpler_core::MAX_DIMS];
     for (i, &d) in order.iter().enumerate() {

@@ -134,7 +134,9 @@ pub(crate) fn elementwise_rows(
         core.tload(a, &sub_view(&x2, &[r0, 0], &[n, cols])?)?;
         match op {
             Elementwise::Add | Elementwise::Mul => {
-                let y2 = y2.as_ref().ok_or_else(|| KernelError::msg("missing second input"))?;
+                let y2 = y2
+                    .as_ref()
+                    .ok_or_else(|| KernelError::msg("missing second input"))?;
                 core.tload(b, &sub_view(y2, &[r0, 0], &[n, cols])?)?;
                 if op == Elementwise::Add {
                     core.tadd(a, a, b)?;

@@ -6,7 +6,8 @@
 //! disjoint, so the tasks have no dependencies on each other.
 //!
 //! Orchestration arguments ([`orchestrate`]): tensors `X`, `Y` (f32
-//! `[N, 16]`). Inputs: X uniform in `[-1, 1]` from `ChaCha8Rng`. Golden:
+//! `[N, 16]`; each task's `y` is marked with `.dump()` for dump levels 1
+//! and 3). Inputs: X uniform in `[-1, 1]` from `ChaCha8Rng`. Golden:
 //! `Y[i, :] == X[i, :] + i` (f64 reference; relative tolerance 1e-6 covers
 //! the one f32 rounding of the sum).
 //!
@@ -115,6 +116,7 @@ pub fn orchestrate(o: &mut Orchestrator<'_>, args: &OrchArgs) -> Result<(), Runt
             TaskArgs::new()
                 .input(&xi)
                 .output_existing(&yi)
+                .dump()
                 .scalar_f32(i as f32),
         )?;
     }
@@ -227,8 +229,14 @@ pub fn flood_kernel_loop(n: u64) -> Result<Duration, KernelError> {
         let gc = GlobalContext { sub_block_id: 0 };
         gm.write(base + payload::LOCAL_CONTEXT, &lc.to_bytes())?;
         gm.write(base + payload::GLOBAL_CONTEXT, &gc.to_bytes())?;
-        gm.write_u64(base + 8 * LOCAL_CONTEXT_SLOT as u64, base + payload::LOCAL_CONTEXT)?;
-        gm.write_u64(base + 8 * GLOBAL_CONTEXT_SLOT as u64, base + payload::GLOBAL_CONTEXT)?;
+        gm.write_u64(
+            base + 8 * LOCAL_CONTEXT_SLOT as u64,
+            base + payload::LOCAL_CONTEXT,
+        )?;
+        gm.write_u64(
+            base + 8 * GLOBAL_CONTEXT_SLOT as u64,
+            base + payload::GLOBAL_CONTEXT,
+        )?;
     }
     let mut core = Core::new(0, CoreType::Aiv, &ArchProfile::a2a3(), gm.clone());
     let kernel = flood_add_scalar;

@@ -15,7 +15,8 @@
 //! (in general, rows split into `block_num` contiguous, nearly equal parts).
 //!
 //! Orchestration arguments ([`orchestrate`]): tensors `A, B, X, Y, C, D, E`
-//! in that order. Inputs are uniform in `[-1, 1]` from `ChaCha8Rng` (A, B,
+//! in that order (C, D, E marked with `.dump()` for dump levels 1 and 3).
+//! Inputs are uniform in `[-1, 1]` from `ChaCha8Rng` (A, B,
 //! X, Y drawn in that order); the golden is an f64 reference of all three
 //! outputs, tolerance 1e-3.
 
@@ -206,8 +207,11 @@ pub fn orchestrate(o: &mut Orchestrator<'_>, args: &OrchArgs) -> Result<(), Runt
         .input(&t[slots::X])
         .input(&t[slots::Y])
         .output_existing(&t[slots::C])
+        .dump()
         .output_existing(&t[slots::D])
+        .dump()
         .output_existing(&t[slots::E])
+        .dump()
         .block_num(BLOCKS);
     o.submit(Kernels::mix(FUNC_MATMUL, FUNC_ADD, FUNC_MUL), ta)?;
     Ok(())

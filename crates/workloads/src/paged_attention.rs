@@ -21,8 +21,11 @@
 //! Inputs ([`Inputs::generate`]): `ChaCha8Rng` seeded with the run's seed;
 //! query, then key cache, then value cache, each element uniform in
 //! `[-1, 1]` rounded to bf16; then the block table, a random permutation of
-//! the `B · max_blocks` physical blocks. The golden ([`reference`]) is exact
+//! the `B · max_blocks` physical blocks. The golden ([`reference()`]) is exact
 //! f64 attention over the uploaded bf16 values, tolerance 1e-3.
+//!
+//! UP's `dst` argument (the output rows) is marked with `.dump()`, so dump
+//! levels 1 and 3 capture how `out` evolves.
 
 mod kernels;
 mod reference;
@@ -390,6 +393,7 @@ pub fn orchestrate(o: &mut Orchestrator<'_>, args: &OrchArgs) -> Result<(), Runt
                                 .inout(&li)
                                 .inout(&oi)
                                 .inout(&dst)
+                                .dump()
                                 .scalar_i32(i32::from(j == 0))
                                 .scalar_i32(i32::from(j + 1 == blocks)),
                         )?;

@@ -17,7 +17,8 @@
 //! rows, two UB tiles at a time.
 //!
 //! Orchestration arguments ([`orchestrate`]): tensors `a`, `b`, `f` (all f32
-//! of one shape; `f` is written as `output_existing`).
+//! of one shape; `f` is written as `output_existing`). The last task's `f`
+//! is marked with `.dump()`, so dump levels 1 and 3 capture the result.
 //!
 //! The inputs are the constants of the design (2.0 and 3.0); the seed does not
 //! change them. The golden is computed in f64 from the uploaded bytes.
@@ -152,7 +153,11 @@ pub fn orchestrate(o: &mut Orchestrator<'_>, args: &OrchArgs) -> Result<(), Runt
         .outputs[0];
     o.submit(
         Kernels::Aiv(FUNC_ADD),
-        TaskArgs::new().input(&g).input(&c).output_existing(&f),
+        TaskArgs::new()
+            .input(&g)
+            .input(&c)
+            .output_existing(&f)
+            .dump(),
     )?;
     Ok(())
 }

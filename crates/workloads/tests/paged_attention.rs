@@ -84,7 +84,11 @@ fn inputs_are_reproducible() {
     for name in ["CaseSmall1", "CaseSmall2"] {
         let c = case(name);
         let a = Inputs::generate(&c, 11);
-        assert_eq!(a, Inputs::generate(&c, 11), "{name}: same seed, same inputs");
+        assert_eq!(
+            a,
+            Inputs::generate(&c, 11),
+            "{name}: same seed, same inputs"
+        );
         let b = Inputs::generate(&c, 12);
         assert_ne!(a.query, b.query, "{name}: different seed, different query");
         assert_ne!(a.key_cache, b.key_cache);
@@ -154,6 +158,26 @@ fn reference_matches_a_naive_softmax() {
 #[test]
 fn unknown_case_lists_the_valid_ones() {
     let rt = common::runtime(paged_attention::kernels(), 1, 1, 16);
-    let e = PagedAttention.run("CaseHuge", 0, &rt).unwrap_err().to_string();
-    assert!(e.contains("CaseHuge") && e.contains("CaseSmall1") && e.contains("CaseLarge"), "{e}");
+    let e = PagedAttention
+        .run("CaseHuge", 0, &rt)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("CaseHuge") && e.contains("CaseSmall1") && e.contains("CaseLarge"),
+        "{e}"
+    );
+}
+
+#[test]
+fn orchestration_rejects_a_context_longer_than_the_block_table() {
+    let c = case("CaseSmall1");
+    let rt = common::runtime(paged_attention::kernels(), 1, 1, 64);
+    let mut inputs = Inputs::generate(&c, 0);
+    inputs.context_lens[0] = 49; // 4 blocks, the table has 3
+    let (args, _out) = inputs.upload(&c, &rt).expect("upload");
+    let e = rt
+        .run(&args, paged_attention::orchestrate)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("context_lens[0] = 49"), "{e}");
 }

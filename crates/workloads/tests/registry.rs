@@ -9,11 +9,19 @@ fn names_and_cases() {
     let names: Vec<_> = all().iter().map(|w| w.name()).collect();
     assert_eq!(
         names,
-        ["vector_example", "paged_attention", "mixed_example", "flood"]
+        [
+            "vector_example",
+            "paged_attention",
+            "mixed_example",
+            "flood"
+        ]
     );
     let pa = find("paged_attention").expect("found");
     let cases: Vec<_> = pa.cases().iter().map(|c| c.name).collect();
-    assert_eq!(cases, ["CaseSmall1", "CaseSmall2", "CaseBench", "CaseLarge"]);
+    assert_eq!(
+        cases,
+        ["CaseSmall1", "CaseSmall2", "CaseBench", "CaseLarge"]
+    );
     assert_eq!(pa.default_case(), "CaseSmall1");
     assert_eq!(find("flood").unwrap().default_case(), "Small");
     assert_eq!(find("vector_example").unwrap().default_case(), "Default");

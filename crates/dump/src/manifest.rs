@@ -1,0 +1,224 @@
+//! Wire types of `tensor_dump.json` (DESIGN §6). Writer and readers share them.
+//!
+//! Changing a field here changes the format: bump [`SCHEMA_VERSION`].
+//! Readers also accept the reference runtime's dumps (no `schema_version`,
+//! `status`, `func_id`, `addr` or `bits`; scalars as raw `UINT64` values) and
+//! manifests that name the record list `args` instead of `tensors`.
+
+use serde::{Deserialize, Serialize};
+
+/// Version written into every file this crate produces.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// `bin_format` of the manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BinFormat {
+    /// Always `logical_contiguous`: each record's view gathered row-major.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Always `little_endian`.
+    pub byte_order: String,
+}
+
+impl Default for BinFormat {
+    fn default() -> Self {
+        BinFormat {
+            kind: "logical_contiguous".into(),
+            byte_order: "little_endian".into(),
+        }
+    }
+}
+
+/// The whole `tensor_dump.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Format version; absent in reference-runtime dumps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema_version: Option<u32>,
+    /// Folder name (`tensor_dump`).
+    #[serde(default)]
+    pub run_dir: String,
+    /// `complete`, or `incomplete` when the run ended abnormally.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// Why the dump is incomplete (kernel error, panic, timeout).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Payload file name, relative to the manifest.
+    pub bin_file: String,
+    /// Payload layout.
+    #[serde(default)]
+    pub bin_format: BinFormat,
+    /// `--dump-tensor` level (0–3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dump_level: Option<u8>,
+    /// `block` or `drop`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dump_policy: Option<String>,
+    /// Records in `tensors` (tensors and scalars).
+    pub total_tensors: u64,
+    /// Records at stage `before_dispatch`.
+    pub before_dispatch: u64,
+    /// Records at stage `after_completion`.
+    pub after_completion: u64,
+    /// Tensor records with role `input`.
+    pub input_tensors: u64,
+    /// Tensor records with role `output`.
+    pub output_tensors: u64,
+    /// Tensor records with role `inout`.
+    pub inout_tensors: u64,
+    /// Scalar records.
+    #[serde(default)]
+    pub scalar_args: u64,
+    /// Records whose payload was cut short (drop policy only).
+    pub truncated_tensors: u64,
+    /// Records lost entirely (drop policy only).
+    pub dropped_records: u64,
+    /// Records whose payload was overwritten before it was written out.
+    pub dropped_overwrite: u64,
+    /// The records, sorted by (task_id, stage, arg_index, role).
+    #[serde(alias = "args")]
+    pub tensors: Vec<RecordJson>,
+}
+
+/// One record of `tensors`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordJson {
+    /// Task id, `0x%016x`.
+    pub task_id: String,
+    /// Func ids of the task's members (MIX: all); absent in reference dumps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub func_id: Option<Vec<u32>>,
+    /// `input`, `output`, `inout` (or `no_dep`).
+    pub role: String,
+    /// `before_dispatch` or `after_completion`.
+    pub stage: String,
+    /// Argument slot (scalars: tensor count + j).
+    pub arg_index: u32,
+    /// `tensor` or `scalar`.
+    pub kind: String,
+    /// Element type, UPPERCASE.
+    pub dtype: String,
+    /// View shape (`[]` for scalars).
+    pub shape: Vec<u64>,
+    /// View strides in elements (`[]` for scalars).
+    pub strides: Vec<u64>,
+    /// View offset in elements from the buffer start.
+    pub start_offset: u64,
+    /// Dense row-major view.
+    pub is_contiguous: bool,
+    /// Elements of the view (1 for scalars).
+    pub numel: u64,
+    /// GM address of the buffer, hex; absent for scalars and reference dumps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub addr: Option<String>,
+    /// Offset of the payload in the `.bin` file.
+    pub bin_offset: u64,
+    /// Payload bytes in the `.bin` file (0 for scalars and metadata-only records).
+    pub bin_size: u64,
+    /// The payload is shorter than the view.
+    pub truncated: bool,
+    /// The payload was overwritten before it reached the file.
+    pub overwritten: bool,
+    /// Scalar value, exact (see [`ScalarValue`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<ScalarValue>,
+    /// Scalar slot's raw 64 bits, `0x%016x`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bits: Option<String>,
+}
+
+/// A scalar's value, written exactly: integers as JSON integers, floats as
+/// the shortest decimal that round-trips to the same bits, and NaN / ±Inf
+/// as the strings `"nan"`, `"inf"`, `"-inf"`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ScalarValue {
+    /// A signed integer.
+    Int(i64),
+    /// An unsigned integer (also what reference dumps hold: raw slot bits).
+    UInt(u64),
+    /// An f32, written with the shortest f32 round-trip form.
+    F32(f32),
+    /// Any other float.
+    F64(f64),
+}
+
+impl Serialize for ScalarValue {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let special = |x: f64| {
+            if x.is_nan() {
+                Some("nan")
+            } else if x == f64::INFINITY {
+                Some("inf")
+            } else if x == f64::NEG_INFINITY {
+                Some("-inf")
+            } else {
+                None
+            }
+        };
+        match *self {
+            ScalarValue::Int(v) => s.serialize_i64(v),
+            ScalarValue::UInt(v) => s.serialize_u64(v),
+            ScalarValue::F32(v) => match special(f64::from(v)) {
+                Some(t) => s.serialize_str(t),
+                // serde_json formats f32 with the shortest f32 round-trip digits.
+                None => s.serialize_f32(v),
+            },
+            ScalarValue::F64(v) => match special(v) {
+                Some(t) => s.serialize_str(t),
+                None => s.serialize_f64(v),
+            },
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ScalarValue {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let v = serde_json::Value::deserialize(d)?;
+        match v {
+            serde_json::Value::Number(n) => {
+                if let Some(u) = n.as_u64() {
+                    Ok(ScalarValue::UInt(u))
+                } else if let Some(i) = n.as_i64() {
+                    Ok(ScalarValue::Int(i))
+                } else {
+                    Ok(ScalarValue::F64(n.as_f64().unwrap_or(f64::NAN)))
+                }
+            }
+            serde_json::Value::String(s) => match s.as_str() {
+                "nan" => Ok(ScalarValue::F64(f64::NAN)),
+                "inf" => Ok(ScalarValue::F64(f64::INFINITY)),
+                "-inf" => Ok(ScalarValue::F64(f64::NEG_INFINITY)),
+                other => Err(D::Error::custom(format!(
+                    "scalar value: expected a number or \"nan\"/\"inf\"/\"-inf\", got \"{other}\""
+                ))),
+            },
+            other => Err(D::Error::custom(format!(
+                "scalar value: expected a number or \"nan\"/\"inf\"/\"-inf\", got {other}"
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scalar_values_are_exact() {
+        let j = |v: ScalarValue| serde_json::to_string(&v).unwrap();
+        assert_eq!(j(ScalarValue::F32(0.1)), "0.1");
+        assert_eq!(j(ScalarValue::F32(1.0)), "1.0");
+        assert_eq!(j(ScalarValue::F32(-0.0)), "-0.0");
+        assert_eq!(j(ScalarValue::F32(f32::NAN)), "\"nan\"");
+        assert_eq!(j(ScalarValue::F32(f32::NEG_INFINITY)), "\"-inf\"");
+        assert_eq!(j(ScalarValue::UInt(u64::MAX)), "18446744073709551615");
+        assert_eq!(j(ScalarValue::Int(-7)), "-7");
+        let back: ScalarValue = serde_json::from_str("18446744073709551615").unwrap();
+        assert_eq!(back, ScalarValue::UInt(u64::MAX));
+        let back: ScalarValue = serde_json::from_str("0.1").unwrap();
+        assert_eq!(back, ScalarValue::F64(0.1));
+        assert!(serde_json::from_str::<ScalarValue>("\"x\"").is_err());
+    }
+}
