@@ -6,7 +6,7 @@ use std::fmt;
 ///
 /// The ring is the scope depth the task was submitted at; the local id counts
 /// submissions within that ring.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct TaskId(pub u64);
 
 impl TaskId {
@@ -40,6 +40,13 @@ impl TaskId {
     }
 }
 
+impl fmt::Debug for TaskId {
+    /// Same as Display: ids are always read in hex.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
 impl fmt::Display for TaskId {
     /// Prints `0x%016x`, the form every file and message uses.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -57,6 +64,7 @@ mod tests {
         assert_eq!(t.0, 0x0000_0002_0000_0007);
         assert_eq!((t.ring(), t.local()), (2, 7));
         assert_eq!(t.to_string(), "0x0000000200000007");
+        assert_eq!(format!("{t:?}"), "0x0000000200000007");
         assert_eq!(TaskId::parse("0x0000000200000007"), Some(t));
         assert_eq!(TaskId::parse("8589934599"), Some(t));
         assert_eq!(TaskId::parse("0xzz"), None);

@@ -7,7 +7,7 @@ pub struct GoldenCheck {
     pub passed: bool,
     /// Largest |out − ref|.
     pub max_abs_err: f64,
-    /// Largest |out − ref| / max(|ref|, tiny).
+    /// Largest |out − ref| / max(|ref|, tolerance).
     pub max_rel_err: f64,
     /// Tolerance used: an element passes when |out − ref| <= tol + tol·|ref|.
     pub tolerance: f64,
@@ -28,7 +28,9 @@ impl GoldenCheck {
         for (i, (&o, &r)) in out.iter().zip(reference).enumerate() {
             let abs = (o - r).abs();
             let abs = if abs.is_nan() { f64::INFINITY } else { abs };
-            let rel = abs / r.abs().max(1e-12);
+            // Relative to |ref|, floored at the tolerance: near zero only the
+            // absolute error means anything.
+            let rel = abs / r.abs().max(tol);
             if abs > tol + tol * r.abs() {
                 passed = false;
             }
