@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use simpler_runtime::Runtime;
+use simpler_workloads::GoldenCheck;
 
 use crate::cli::RunArgs;
 
@@ -18,7 +19,6 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
     let rt = Runtime::new(cfg.clone(), w.kernels())?;
     let out = w.run(case, a.seed, &rt)?;
     let r = &out.report;
-    let g = &out.golden;
     println!(
         "{} {case} (seed {}): {} tasks, {} dispatches on {} clusters / {} schedulers ({}) in {:.2} ms",
         w.name(),
@@ -30,7 +30,13 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
         cfg.arch.name,
         r.wall.as_secs_f64() * 1e3
     );
-    println!(
+    println!("{}", verdict(&out.golden));
+    Ok(exit_code(&out.golden))
+}
+
+/// `PASS`/`FAIL` line with the error figures.
+fn verdict(g: &GoldenCheck) -> String {
+    format!(
         "{}  max abs err {:.3e}, max rel err {:.3e} (tolerance {:.0e}, {} elements; {})",
         if g.passed { "PASS" } else { "FAIL" },
         g.max_abs_err,
@@ -38,10 +44,33 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
         g.tolerance,
         g.compared,
         g.detail
-    );
-    Ok(if g.passed {
+    )
+}
+
+/// 0 on PASS, 1 on FAIL.
+fn exit_code(g: &GoldenCheck) -> ExitCode {
+    if g.passed {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
-    })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_golden_prints_fail_and_exits_1() {
+        let g = GoldenCheck::compare("out", &[1.0, 2.5], &[1.0, 2.0], 1e-3);
+        assert!(
+            verdict(&g).starts_with("FAIL  max abs err 5.000e-1"),
+            "{}",
+            verdict(&g)
+        );
+        assert_eq!(exit_code(&g), ExitCode::from(1));
+        let g = GoldenCheck::compare("out", &[1.0, 2.0], &[1.0, 2.0], 1e-3);
+        assert!(verdict(&g).starts_with("PASS"));
+        assert_eq!(exit_code(&g), ExitCode::SUCCESS);
+    }
 }
