@@ -90,6 +90,30 @@ pub struct RunArgs {
     /// Chip shape.
     #[command(flatten)]
     pub chip: ChipArgs,
+    /// Dumps.
+    #[command(flatten)]
+    pub dump: DumpArgs,
+}
+
+/// What to dump and where (DESIGN §5, §6).
+#[derive(Debug, Clone, Args)]
+pub struct DumpArgs {
+    /// Dump task tensors: 1 = args marked with .dump(), 2 = all (the value
+    /// when the flag is given bare), 3 = metadata for all + payload for
+    /// marked, 0 = off.
+    #[arg(long, value_name = "LEVEL", num_args = 0..=1, default_missing_value = "2")]
+    pub dump_tensor: Option<u8>,
+    /// What producers do when the collector falls behind: `block` waits
+    /// (loses nothing), `drop` never waits and counts every loss.
+    #[arg(long, default_value = "block", value_name = "POLICY")]
+    pub dump_policy: String,
+    /// Payload buffer per scheduler thread, in KiB (bounds dump memory).
+    #[arg(long, default_value_t = 4096, value_name = "KIB")]
+    pub dump_arena_kib: usize,
+    /// Run directory (default `outputs/<workload>_<case>_<YYYYmmdd_HHMMSS>/`);
+    /// an existing directory is never overwritten.
+    #[arg(long, value_name = "DIR")]
+    pub output: Option<std::path::PathBuf>,
 }
 
 /// Benchmarks.

@@ -3,6 +3,7 @@
 
 mod bench;
 mod cli;
+mod dump_cfg;
 mod list;
 mod run;
 

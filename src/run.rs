@@ -15,9 +15,18 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
         Some(c) => w.case(c)?.name,
         None => w.default_case(),
     };
-    let cfg = a.chip.config()?;
+    let mut cfg = a.chip.config()?;
+    let run_dir = crate::dump_cfg::configure(&a.dump, &mut cfg, w.name(), case)?;
     let rt = Runtime::new(cfg.clone(), w.kernels())?;
-    let out = w.run(case, a.seed, &rt)?;
+    let out = match w.run(case, a.seed, &rt) {
+        Ok(out) => out,
+        Err(e) => {
+            if let Some(dir) = &run_dir {
+                crate::dump_cfg::report_failed(dir);
+            }
+            return Err(e.into());
+        }
+    };
     let r = &out.report;
     println!(
         "{} {case} (seed {}): {} tasks, {} dispatches on {} clusters / {} schedulers ({}) in {:.2} ms",
@@ -30,6 +39,9 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
         cfg.arch.name,
         r.wall.as_secs_f64() * 1e3
     );
+    if let Some(d) = &r.dump {
+        crate::dump_cfg::report(d);
+    }
     println!("{}", verdict(&out.golden));
     Ok(exit_code(&out.golden))
 }

@@ -1,10 +1,31 @@
 //! Dumps: what every task received and produced, and how to read it back.
 //!
-//! Writing side: scheduler threads append fixed-size records and payload
-//! bytes to per-thread buffers; a collector thread streams payload to
-//! `tensor_dump.bin` while the graph runs; the exporter writes
-//! `tensor_dump.json` atomically. Reading side: [`manifest`] wire types,
-//! a validating reader and the viewer's exporters.
+//! Writing side: a [`DumpSession`] per run owns a collector thread; each
+//! scheduler thread gets a [`Producer`] that appends fixed-size [`Record`]s
+//! and gathered payload bytes to its own batch. Full batches stream to
+//! `tensor_dump.bin` while the graph runs; [`DumpSession::finish`] writes
+//! `tensor_dump.json` atomically, sorted by (task, stage, arg, role), with
+//! `status: incomplete` and the reason when the run failed.
+//!
+//! Reading side: [`manifest`] wire types, a validating reader and the
+//! viewer's exporters.
 #![deny(missing_docs)]
 
+mod collector;
+mod config;
+mod error;
+pub mod export;
 pub mod manifest;
+mod producer;
+mod record;
+// Reading side (viewer): modules below are owned by the reader work.
+pub mod export_npy;
+pub mod export_txt;
+pub mod reader;
+pub mod view;
+
+pub use collector::{DumpSession, DumpSummary, RunStatus, BIN_FILE, JSON_FILE};
+pub use config::{DumpConfig, DumpLevel, DumpPolicy};
+pub use error::DumpError;
+pub use producer::{Producer, TaskView};
+pub use record::{role_name, Record, Stage, Subject};

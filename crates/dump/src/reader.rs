@@ -270,13 +270,12 @@ pub enum ReadError {
         path: PathBuf,
     },
     /// Reading or mapping a file failed.
-    #[error("{path}: cannot read: {source}")]
+    #[error("{path}: cannot read: {error}")]
     Io {
         /// The file.
         path: PathBuf,
-        /// The OS error.
-        #[source]
-        source: std::io::Error,
+        /// The OS error (part of the message, so not chained as a source).
+        error: std::io::Error,
     },
     /// Not valid JSON.
     #[error("{path}: malformed JSON at line {line}, column {column}: {msg}")]
@@ -349,7 +348,9 @@ pub enum ReadError {
         msg: String,
     },
     /// A record's payload range reaches past the end of the `.bin` file.
-    #[error("{bin}: {name} is {len} bytes but record {index} ({label}) needs bytes {start}..{end}")]
+    #[error(
+        "{bin}: {name} is {len} bytes but record {index} ({label}) needs bytes {start}..{end}"
+    )]
     BinTooShort {
         /// The payload file.
         bin: PathBuf,
@@ -453,9 +454,9 @@ impl Dump {
     /// `tensor_dump/` folder, or a `tensor_dump.json` file.
     pub fn open(path: impl AsRef<Path>) -> Result<Dump, ReadError> {
         let manifest_path = resolve_manifest(path.as_ref())?;
-        let text = std::fs::read(&manifest_path).map_err(|source| ReadError::Io {
+        let text = std::fs::read(&manifest_path).map_err(|error| ReadError::Io {
             path: manifest_path.clone(),
-            source,
+            error,
         })?;
         let mut header = parse_manifest(&manifest_path, &text)?;
         drop(text);
@@ -743,7 +744,10 @@ fn parse_manifest(path: &Path, text: &[u8]) -> Result<Manifest, ReadError> {
             path: path.to_path_buf(),
             line: err.line(),
             column: err.column(),
-            msg: format!("expected a JSON object at the top level, found {}", kind_of(&value)),
+            msg: format!(
+                "expected a JSON object at the top level, found {}",
+                kind_of(&value)
+            ),
         });
     };
     if let Some(v) = obj.get("schema_version") {
@@ -810,22 +814,22 @@ fn map_bin(manifest: &Path, name: &str, bin_path: &Path) -> Result<Payload, Read
                 path: bin_path.to_path_buf(),
             })
         }
-        Err(source) => {
+        Err(error) => {
             return Err(ReadError::Io {
                 path: bin_path.to_path_buf(),
-                source,
+                error,
             })
         }
     };
-    let io = |source| ReadError::Io {
+    let io = |error| ReadError::Io {
         path: bin_path.to_path_buf(),
-        source,
+        error,
     };
     let meta = file.metadata().map_err(io)?;
     if !meta.is_file() {
         return Err(ReadError::Io {
             path: bin_path.to_path_buf(),
-            source: std::io::Error::other("not a regular file"),
+            error: std::io::Error::other("not a regular file"),
         });
     }
     if meta.len() == 0 {
@@ -970,10 +974,7 @@ fn validate_record(
     if r.numel != product {
         return Err(err(
             "numel",
-            format!(
-                "{} but shape {:?} has {product} elements",
-                r.numel, r.shape
-            ),
+            format!("{} but shape {:?} has {product} elements", r.numel, r.shape),
         ));
     }
     let expected = r.numel.checked_mul(dtype.size() as u64).ok_or_else(|| {
@@ -1087,15 +1088,30 @@ fn check_counters(path: &Path, h: &Manifest, records: &[Record]) -> Result<(), R
     };
     let total = records.len() as u64;
     if h.total_tensors != total {
-        return fail("total_tensors", h.total_tensors, total, " records in the list");
+        return fail(
+            "total_tensors",
+            h.total_tensors,
+            total,
+            " records in the list",
+        );
     }
     let before = count(&|r| r.stage == Stage::BeforeDispatch);
     if h.before_dispatch != before {
-        return fail("before_dispatch", h.before_dispatch, before, " at that stage");
+        return fail(
+            "before_dispatch",
+            h.before_dispatch,
+            before,
+            " at that stage",
+        );
     }
     let after = count(&|r| r.stage == Stage::AfterCompletion);
     if h.after_completion != after {
-        return fail("after_completion", h.after_completion, after, " at that stage");
+        return fail(
+            "after_completion",
+            h.after_completion,
+            after,
+            " at that stage",
+        );
     }
     // Our writer counts tensor records per role; the reference runtime also
     // counts scalar records (always role input) in `input_tensors`. Accept
@@ -1106,7 +1122,10 @@ fn check_counters(path: &Path, h: &Manifest, records: &[Record]) -> Result<(), R
     let inputs = tensor_role(ArgRole::Input);
     if h.input_tensors != inputs && h.input_tensors != inputs + scalar_inputs {
         let note = if scalar_inputs > 0 {
-            format!(" input tensor records ({} counting the {scalar_inputs} scalar records too)", inputs + scalar_inputs)
+            format!(
+                " input tensor records ({} counting the {scalar_inputs} scalar records too)",
+                inputs + scalar_inputs
+            )
         } else {
             " input tensor records".to_string()
         };
@@ -1123,7 +1142,12 @@ fn check_counters(path: &Path, h: &Manifest, records: &[Record]) -> Result<(), R
     }
     let inouts = tensor_role(ArgRole::InOut);
     if h.inout_tensors != inouts {
-        return fail("inout_tensors", h.inout_tensors, inouts, " inout tensor records");
+        return fail(
+            "inout_tensors",
+            h.inout_tensors,
+            inouts,
+            " inout tensor records",
+        );
     }
     // Reference dumps have no `scalar_args` (it reads as 0); check it when
     // the dump is ours or when it is present and nonzero.

@@ -23,7 +23,9 @@ impl Stage {
     /// Does a tensor with `role` get a record at this stage?
     pub fn takes(self, role: ArgRole) -> bool {
         match self {
-            Stage::BeforeDispatch => matches!(role, ArgRole::Input | ArgRole::InOut | ArgRole::NoDep),
+            Stage::BeforeDispatch => {
+                matches!(role, ArgRole::Input | ArgRole::InOut | ArgRole::NoDep)
+            }
             Stage::AfterCompletion => !matches!(role, ArgRole::Input),
         }
     }
@@ -93,6 +95,11 @@ impl Record {
 
     /// Sort key: (task_id, stage, arg_index, role).
     pub fn key(&self) -> (u64, u8, u32, u8) {
-        (self.task_id.0, self.stage as u8, self.arg_index, role_rank(self.role))
+        (
+            self.task_id.0,
+            self.stage as u8,
+            self.arg_index,
+            role_rank(self.role),
+        )
     }
 }

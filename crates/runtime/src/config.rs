@@ -23,6 +23,8 @@ pub struct RuntimeConfig {
     pub core_queue_depth: u32,
     /// Abort the run when it takes longer.
     pub timeout: Option<Duration>,
+    /// Dump what tasks receive and produce (`None`: off, zero cost).
+    pub dump: Option<simpler_dump::DumpConfig>,
 }
 
 impl Default for RuntimeConfig {
@@ -35,6 +37,7 @@ impl Default for RuntimeConfig {
             task_window: 4096,
             core_queue_depth: 4,
             timeout: None,
+            dump: None,
         }
     }
 }

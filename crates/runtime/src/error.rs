@@ -75,6 +75,9 @@ pub enum RuntimeError {
     /// Bad configuration.
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// The dump could not be written.
+    #[error("dump: {0}")]
+    Dump(String),
     /// The orchestration itself failed.
     #[error("orchestration failed: {0}")]
     Orchestration(String),

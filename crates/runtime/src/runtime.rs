@@ -29,6 +29,8 @@ pub struct RunReport {
     pub gm_peak_bytes: u64,
     /// Wall time of the run.
     pub wall: Duration,
+    /// What the dump wrote, when dumping was on.
+    pub dump: Option<simpler_dump::DumpSummary>,
 }
 
 /// A simulated chip with its GM and kernels.
@@ -167,6 +169,13 @@ impl Runtime {
     {
         let start = Instant::now();
         let parker = Parker::new();
+        let dump = match &self.cfg.dump {
+            Some(cfg) => Some(
+                simpler_dump::DumpSession::start(cfg.clone())
+                    .map_err(|e| RuntimeError::Dump(e.to_string()))?,
+            ),
+            None => None,
+        };
         let chip = Chip::start(
             self.gm.clone(),
             &self.cfg.arch,
@@ -174,6 +183,7 @@ impl Runtime {
             self.cfg.sched_threads,
             self.cfg.core_queue_depth,
             parker.unparker().clone(),
+            dump.as_ref(),
         )?;
         let shared = chip.shared.clone();
         let mut o = Orchestrator::new(
@@ -192,12 +202,28 @@ impl Runtime {
         let peak_live = o.peak_live_tasks();
         drop(o);
         chip.shutdown(timed_out);
-        if let Some(e) = shared.take_error() {
-            if !matches!(e, RuntimeError::Aborted(_)) {
-                return Err(e);
+        // The first real error (a kernel's, a timeout) wins over the aborts it caused.
+        let error = match shared.take_error() {
+            Some(RuntimeError::Aborted(_)) | None => result.err(),
+            Some(e) => Some(e),
+        };
+        // Export what was collected, complete or not.
+        let dump = match dump {
+            None => None,
+            Some(d) => {
+                let status = match &error {
+                    None => simpler_dump::RunStatus::Complete,
+                    Some(e) => simpler_dump::RunStatus::Incomplete(e.to_string()),
+                };
+                match d.finish(status) {
+                    Ok(s) => Some(s),
+                    Err(e) => return Err(error.unwrap_or(RuntimeError::Dump(e.to_string()))),
+                }
             }
+        };
+        if let Some(e) = error {
+            return Err(e);
         }
-        result?;
         Ok(RunReport {
             tasks: shared.counters.completed.load(Ordering::Relaxed),
             dispatches: shared.counters.dispatches.load(Ordering::Relaxed),
@@ -205,6 +231,7 @@ impl Runtime {
             gm_used_bytes: self.gm.used(),
             gm_peak_bytes: self.gm.peak(),
             wall: start.elapsed(),
+            dump,
         })
     }
 }

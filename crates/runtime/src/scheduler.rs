@@ -208,6 +208,8 @@ struct Worker {
     wake_rx: Receiver<()>,
     /// Reused payload staging buffer.
     staging: Vec<u8>,
+    /// This thread's dump buffers; `None` when dumping is off (one branch).
+    producer: Option<simpler_dump::Producer>,
 }
 
 impl Worker {
@@ -288,6 +290,7 @@ impl Worker {
             let Some(item) = self.shared.ready[2].pop() else {
                 break;
             };
+            self.before_first_block(&item);
             let members = item.task.members.clone();
             for mem in members {
                 let idx = m[mem.subtask.id() as usize];
@@ -313,6 +316,7 @@ impl Worker {
                 let Some(item) = self.shared.ready[si].pop() else {
                     continue;
                 };
+                self.before_first_block(&item);
                 let mem = item.task.members[0];
                 let sub = self.cores[idx].subtask;
                 self.send(idx, &item, mem, sub);
@@ -384,6 +388,16 @@ impl Worker {
         }
     }
 
+    /// Block 0 of a task is about to be sent: no block of it has run yet, so
+    /// its inputs are captured as they were (once per task).
+    fn before_first_block(&mut self, item: &ReadyItem) {
+        if item.block == 0 {
+            if let Some(p) = &mut self.producer {
+                p.before_dispatch(&item.task.dump_view(), &self.shared.gm);
+            }
+        }
+    }
+
     /// After the members of `item`'s block were sent: queue the next block.
     fn next_block(&self, item: ReadyItem) {
         if item.block + 1 < item.task.block_num {
@@ -397,13 +411,17 @@ impl Worker {
             self.shared.fail(e);
         }
         if c.task.finish_subtask() {
-            finalize(&self.shared, &c.task);
+            finalize(&self.shared, &c.task, self.producer.as_mut());
         }
     }
 }
 
-/// The task's last subtask finished: release dependents and buffers.
-fn finalize(shared: &Shared, task: &Arc<Task>) {
+/// The task's last subtask finished: dump its outputs (before anyone else
+/// may write them), then release dependents and buffers.
+fn finalize(shared: &Shared, task: &Arc<Task>, producer: Option<&mut simpler_dump::Producer>) {
+    if let Some(p) = producer {
+        p.after_completion(&task.dump_view(), &shared.gm);
+    }
     let dependents = task.mark_complete();
     for d in dependents {
         if d.release_fanin() {
@@ -494,6 +512,7 @@ impl Chip {
         sched_threads: u32,
         depth: u32,
         orch: Unparker,
+        dump: Option<&simpler_dump::DumpSession>,
     ) -> Result<Chip, RuntimeError> {
         let n_cores = (3 * clusters) as usize;
         let payload_base = gm.alloc(payload::BYTES * n_cores as u64 * u64::from(depth))?;
@@ -574,6 +593,7 @@ impl Chip {
                 clusters: owned,
                 wake_rx,
                 staging: Vec::new(),
+                producer: dump.map(|d| d.producer()),
             };
             w.publish_free();
             let h = std::thread::Builder::new()

@@ -66,6 +66,8 @@ pub(crate) struct Task {
     pub seq: u64,
     pub kernels: Kernels,
     pub members: Vec<Member>,
+    /// Func ids of the members, for dumps.
+    func_ids: [u32; 3],
     pub block_num: u32,
     pub tensors: Vec<TaskTensor>,
     pub scalars: Vec<TaskScalar>,
@@ -91,7 +93,12 @@ impl Task {
         buffers: Vec<Arc<Buffer>>,
     ) -> Task {
         let subtasks = block_num * members.len() as u32;
+        let mut func_ids = [0u32; 3];
+        for (f, m) in func_ids.iter_mut().zip(&members) {
+            *f = m.func_id;
+        }
         Task {
+            func_ids,
             id,
             seq,
             kernels,
@@ -104,6 +111,16 @@ impl Task {
             remaining: AtomicU32::new(subtasks),
             complete: AtomicBool::new(false),
             deps: Mutex::new(DepState::default()),
+        }
+    }
+
+    /// What the dump needs to know of this task.
+    pub fn dump_view(&self) -> simpler_dump::TaskView<'_> {
+        simpler_dump::TaskView {
+            task_id: self.id,
+            func_ids: &self.func_ids[..self.members.len().min(3)],
+            tensors: &self.tensors,
+            scalars: &self.scalars,
         }
     }
 

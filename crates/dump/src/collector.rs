@@ -1,0 +1,280 @@
+//! The collector thread and the session that owns it.
+//!
+//! Producers send full [`Batch`]es over a bounded channel; the collector,
+//! running during execution, appends each batch's arena to `tensor_dump.bin`
+//! in one write, formats each record's JSON line, and returns the emptied
+//! batch to a free pool. Memory is bounded by (producers + queue + 1)
+//! batches whatever the dump size.
+//!
+//! Shutdown: (1) every [`crate::Producer`] is dropped (flushing what it
+//! holds); (2) [`DumpSession::finish`] drops the session's sender, which
+//! disconnects the channel; (3) the collector drains and returns what it
+//! collected; (4) the manifest is written atomically.
+
+use std::{
+    fs::File,
+    io::Write,
+    path::PathBuf,
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc,
+    },
+    thread::JoinHandle,
+};
+
+use crossbeam::channel::{self, Receiver, Sender};
+
+use crate::{
+    export::{record_json, write_manifest},
+    record::Record,
+    DumpConfig, DumpError, Producer, Stage,
+};
+
+/// Records and the payload they point into.
+#[derive(Debug, Default)]
+pub(crate) struct Batch {
+    pub records: Vec<Record>,
+    pub arena: Vec<u8>,
+}
+
+/// What producers share.
+pub(crate) struct Shared {
+    pub cfg: DumpConfig,
+    pub tx: Sender<Batch>,
+    free_rx: Receiver<Batch>,
+    free_tx: Sender<Batch>,
+    /// Records per batch.
+    pub record_cap: usize,
+    /// Records lost (drop policy).
+    pub dropped: AtomicU64,
+    /// Records cut short (drop policy).
+    pub truncated: AtomicU64,
+}
+
+impl Shared {
+    pub fn fresh_batch(&self) -> Batch {
+        self.free_rx.try_recv().unwrap_or_else(|_| Batch {
+            records: Vec::with_capacity(self.record_cap),
+            arena: Vec::with_capacity(self.cfg.arena_bytes.min(64 << 20)),
+        })
+    }
+
+    pub fn recycle(&self, b: Batch) {
+        recycle(&self.free_tx, b, self.cfg.arena_bytes);
+    }
+}
+
+fn recycle(free: &Sender<Batch>, mut b: Batch, arena_bytes: usize) {
+    b.records.clear();
+    b.arena.clear();
+    // A batch that carried an oversized tensor does not keep its memory.
+    if b.arena.capacity() > arena_bytes {
+        b.arena = Vec::with_capacity(arena_bytes);
+    }
+    let _ = free.try_send(b);
+}
+
+/// One formatted record line and its sort key.
+pub(crate) struct Line {
+    pub key: (u64, u8, u32, u8),
+    pub json: String,
+    pub stage: Stage,
+    pub role: &'static str,
+    pub scalar: bool,
+    pub truncated: bool,
+}
+
+/// What the collector hands back.
+pub(crate) struct Collected {
+    pub lines: Vec<Line>,
+    pub bin_bytes: u64,
+    pub io_error: Option<String>,
+}
+
+fn collector_main(
+    rx: Receiver<Batch>,
+    free: Sender<Batch>,
+    mut bin: File,
+    bin_path: PathBuf,
+    arena_bytes: usize,
+) -> Collected {
+    let mut c = Collected {
+        lines: Vec::new(),
+        bin_bytes: 0,
+        io_error: None,
+    };
+    for batch in rx {
+        let base = c.bin_bytes;
+        if c.io_error.is_none() {
+            if let Err(e) = bin.write_all(&batch.arena) {
+                c.io_error = Some(format!("cannot write {}: {e}", bin_path.display()));
+            }
+        }
+        c.bin_bytes += batch.arena.len() as u64;
+        for r in &batch.records {
+            c.lines.push(Line {
+                key: r.key(),
+                json: record_json(r, base),
+                stage: r.stage,
+                role: crate::record::role_name(r.role),
+                scalar: matches!(r.subject, crate::record::Subject::Scalar(_)),
+                truncated: r.truncated,
+            });
+        }
+        recycle(&free, batch, arena_bytes);
+    }
+    if c.io_error.is_none() {
+        if let Err(e) = bin.flush().and_then(|()| bin.sync_data()) {
+            c.io_error = Some(format!("cannot write {}: {e}", bin_path.display()));
+        }
+    }
+    c
+}
+
+/// How the run ended, for the manifest's `status`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunStatus {
+    /// Every task completed.
+    Complete,
+    /// The run stopped early; the reason is written into the manifest.
+    Incomplete(String),
+}
+
+/// What was written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DumpSummary {
+    /// `tensor_dump.json`.
+    pub json_path: PathBuf,
+    /// `tensor_dump.bin`.
+    pub bin_path: PathBuf,
+    /// Records written.
+    pub records: u64,
+    /// Payload bytes written.
+    pub bin_bytes: u64,
+    /// Records lost (drop policy).
+    pub dropped_records: u64,
+    /// Records cut short (drop policy).
+    pub truncated: u64,
+    /// How the run ended.
+    pub status: RunStatus,
+}
+
+/// One run's dump: start it before the run, hand a [`Producer`] to every
+/// scheduler thread, finish it after they are gone.
+pub struct DumpSession {
+    shared: Option<Arc<Shared>>,
+    collector: Option<JoinHandle<Collected>>,
+    cfg: DumpConfig,
+    bin_path: PathBuf,
+}
+
+impl std::fmt::Debug for DumpSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DumpSession")
+            .field("dir", &self.cfg.dir)
+            .finish()
+    }
+}
+
+/// Payload file name.
+pub const BIN_FILE: &str = "tensor_dump.bin";
+/// Manifest file name.
+pub const JSON_FILE: &str = "tensor_dump.json";
+
+impl DumpSession {
+    /// Create the folder and the `.bin`, start the collector.
+    ///
+    /// # Errors
+    /// When the folder or file cannot be created, or the config is unusable.
+    pub fn start(cfg: DumpConfig) -> Result<DumpSession, DumpError> {
+        if cfg.arena_bytes == 0 || cfg.queue_buffers == 0 {
+            return Err(DumpError::Config(
+                "dump arena and queue must be at least 1".into(),
+            ));
+        }
+        std::fs::create_dir_all(&cfg.dir).map_err(|e| DumpError::io(&cfg.dir, e))?;
+        let bin_path = cfg.dir.join(BIN_FILE);
+        let bin = File::create(&bin_path).map_err(|e| DumpError::io(&bin_path, e))?;
+        let (tx, rx) = channel::bounded(cfg.queue_buffers);
+        let (free_tx, free_rx) = channel::bounded(cfg.queue_buffers + 4);
+        let record_cap = (cfg.arena_bytes / 256).clamp(64, 1 << 16);
+        let shared = Arc::new(Shared {
+            cfg: cfg.clone(),
+            tx,
+            free_rx,
+            free_tx: free_tx.clone(),
+            record_cap,
+            dropped: AtomicU64::new(0),
+            truncated: AtomicU64::new(0),
+        });
+        let (bp, arena) = (bin_path.clone(), cfg.arena_bytes);
+        let collector = std::thread::Builder::new()
+            .name("dump-collector".into())
+            .spawn(move || collector_main(rx, free_tx, bin, bp, arena))
+            .map_err(|e| DumpError::Config(format!("cannot start the dump collector: {e}")))?;
+        Ok(DumpSession {
+            shared: Some(shared),
+            collector: Some(collector),
+            cfg,
+            bin_path,
+        })
+    }
+
+    /// A producer for one thread.
+    pub fn producer(&self) -> Producer {
+        Producer::new(self.shared.clone().expect("session is live"))
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &DumpConfig {
+        &self.cfg
+    }
+
+    /// Wait for the collector and write the manifest atomically. Every
+    /// producer must have been dropped.
+    ///
+    /// # Errors
+    /// I/O failures, naming the file.
+    pub fn finish(mut self, status: RunStatus) -> Result<DumpSummary, DumpError> {
+        let shared = self.shared.take().expect("finish once");
+        let dropped = shared.dropped.load(Ordering::Relaxed);
+        let truncated = shared.truncated.load(Ordering::Relaxed);
+        drop(shared);
+        let mut collected = self
+            .collector
+            .take()
+            .expect("finish once")
+            .join()
+            .map_err(|_| DumpError::Config("the dump collector panicked".into()))?;
+        if let Some(e) = collected.io_error.take() {
+            return Err(DumpError::Write(e));
+        }
+        let json_path = write_manifest(&self.cfg, &status, &mut collected, dropped)?;
+        if dropped > 0 || truncated > 0 {
+            eprintln!(
+                "warning: dump lost data ({} policy): {dropped} records dropped, {truncated} records truncated; see {}",
+                self.cfg.policy,
+                json_path.display()
+            );
+        }
+        Ok(DumpSummary {
+            json_path,
+            bin_path: self.bin_path.clone(),
+            records: collected.lines.len() as u64,
+            bin_bytes: collected.bin_bytes,
+            dropped_records: dropped,
+            truncated,
+            status,
+        })
+    }
+}
+
+impl Drop for DumpSession {
+    fn drop(&mut self) {
+        // Not finished (an error path): let the collector end quietly.
+        self.shared.take();
+        if let Some(h) = self.collector.take() {
+            let _ = h.join();
+        }
+    }
+}
