@@ -15,8 +15,8 @@ use clap::Args;
 use simpler_core::{ArgRole, TaskId};
 use simpler_dump::reader::{Dump, RecordKind, Stage};
 use simpler_dump::view::{
-    export_records, find_newest_dump, parse_export_format, parse_kind, parse_role_arg,
-    parse_stage, parse_task, summary, table, ExportFormat, ExportOutcome, Filter, TxtOptions,
+    export_records, find_newest_dump, parse_export_format, parse_kind, parse_role_arg, parse_stage,
+    parse_task, summary, table, ExportFormat, ExportOutcome, Filter, TxtOptions,
 };
 
 /// `simpler dump view`.

@@ -25,7 +25,7 @@ use std::{
 use crossbeam::channel::{self, Receiver, Sender};
 
 use crate::{
-    export::{record_json, write_manifest},
+    export::{write_manifest, write_record_json},
     record::Record,
     DumpConfig, DumpError, Producer, Stage,
 };
@@ -74,10 +74,10 @@ fn recycle(free: &Sender<Batch>, mut b: Batch, arena_bytes: usize) {
     let _ = free.try_send(b);
 }
 
-/// One formatted record line and its sort key.
+/// One formatted record line (a range of [`Collected::json`]) and its sort key.
 pub(crate) struct Line {
     pub key: (u64, u8, u32, u8),
-    pub json: String,
+    pub json: std::ops::Range<usize>,
     pub stage: Stage,
     pub role: &'static str,
     pub scalar: bool,
@@ -87,6 +87,8 @@ pub(crate) struct Line {
 /// What the collector hands back.
 pub(crate) struct Collected {
     pub lines: Vec<Line>,
+    /// Every record's JSON, back to back.
+    pub json: Vec<u8>,
     pub bin_bytes: u64,
     pub io_error: Option<String>,
 }
@@ -100,6 +102,7 @@ fn collector_main(
 ) -> Collected {
     let mut c = Collected {
         lines: Vec::new(),
+        json: Vec::new(),
         bin_bytes: 0,
         io_error: None,
     };
@@ -112,9 +115,11 @@ fn collector_main(
         }
         c.bin_bytes += batch.arena.len() as u64;
         for r in &batch.records {
+            let start = c.json.len();
+            write_record_json(&mut c.json, r, base);
             c.lines.push(Line {
                 key: r.key(),
-                json: record_json(r, base),
+                json: start..c.json.len(),
                 stage: r.stage,
                 role: crate::record::role_name(r.role),
                 scalar: matches!(r.subject, crate::record::Subject::Scalar(_)),
@@ -124,7 +129,7 @@ fn collector_main(
         recycle(&free, batch, arena_bytes);
     }
     if c.io_error.is_none() {
-        if let Err(e) = bin.flush().and_then(|()| bin.sync_data()) {
+        if let Err(e) = bin.flush() {
             c.io_error = Some(format!("cannot write {}: {e}", bin_path.display()));
         }
     }

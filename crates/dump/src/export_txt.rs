@@ -9,7 +9,7 @@ use std::path::Path;
 use simpler_core::DType;
 
 use crate::reader::{format_element, Dump, Record};
-use crate::view::{fmt_func_ids, fmt_scalar, fmt_shape, ExportOutcome, TxtOptions};
+use crate::view::{fmt_func_ids, fmt_shape, ExportOutcome, TxtOptions};
 
 /// Overview rows shown before eliding (half from the start, half from the end).
 pub const OVERVIEW_ROWS: u64 = 16;
@@ -81,7 +81,7 @@ fn notes(r: &Record) -> Vec<String> {
         n.push("OVERWRITTEN: the payload was overwritten before it reached the file; values are unreliable".into());
     }
     if r.f32_hint().is_some() {
-        n.push("reference-runtime scalar: UINT64 holding the raw slot bits; the f32 reading is a guess".into());
+        n.push("reference-runtime scalar: dtype UINT64 holding the raw slot bits; what the kernel read them as is not recorded".into());
     }
     n
 }
@@ -129,7 +129,11 @@ pub fn render_txt(dump: &Dump, r: &Record, opts: TxtOptions) -> String {
             .bits
             .map_or_else(|| "not recorded".to_string(), |b| format!("0x{b:016x}"));
         let _ = writeln!(s, "bits: {bits}");
-        let _ = writeln!(s, "decoded: {} as {}", fmt_scalar(r), r.dtype);
+        let shown = r.scalar_display().unwrap_or_else(|| "-".into());
+        let _ = writeln!(s, "decoded: {shown} ({})", r.dtype);
+        if let Some(f) = r.f32_hint() {
+            let _ = writeln!(s, "as f32: {f:?} (a guess: the low 32 bits read as an f32)");
+        }
     }
     for n in notes(r) {
         let _ = writeln!(s, "note: {n}");
@@ -168,7 +172,8 @@ fn overview(s: &mut String, bytes: &[u8], r: &Record, avail: u64, full: bool) {
     let lead = &r.shape[..r.shape.len().saturating_sub(1)];
     let _ = writeln!(
         s,
-        "## overview (row-major; one line per row of the last dimension: {rows} rows of {cols})"
+        "## overview (row-major; one line per row of the last dimension: {rows} {} of {cols})",
+        if rows == 1 { "row" } else { "rows" }
     );
     let (row_head, row_tail) = head_tail(rows, OVERVIEW_ROWS, full);
     let (col_head, col_tail) = head_tail(cols, OVERVIEW_COLS, full);

@@ -186,7 +186,7 @@ impl Drop for Producer {
     /// is over, so nothing is gained by dropping).
     fn drop(&mut self) {
         if !self.batch.records.is_empty() {
-            let b = std::mem::replace(&mut self.batch, Batch::default());
+            let b = std::mem::take(&mut self.batch);
             let _ = self.shared.tx.send(b);
         }
     }

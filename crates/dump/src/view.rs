@@ -238,7 +238,7 @@ pub fn summary(dump: &Dump) -> String {
     tasks.dedup();
     let _ = writeln!(
         out,
-        "status {status} | dump level {level} | policy {policy} | {} records from {} tasks: {} before_dispatch, {} after_completion | tensors: {} input, {} output, {} inout | {} scalars | payload {} bytes in {}",
+        "status {status} | dump level {level} | policy {policy}\n{} records from {} tasks: {} before_dispatch, {} after_completion | tensors: {} input, {} output, {} inout | {} scalars | payload {} bytes in {}",
         recs.len(),
         tasks.len(),
         h.before_dispatch,

@@ -681,3 +681,66 @@ fn an_idle_chip_uses_no_cpu() {
     .unwrap();
     assert!(used < 0.1, "idle chip used {used:.3} s of CPU in 0.5 s");
 }
+
+/// A run that ends abnormally still exports what it collected, marked
+/// incomplete with the reason.
+fn dump_of_failing_run(func: u32, timeout: Option<Duration>, want: &str) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("tensor_dump");
+    let rt = Runtime::new(
+        RuntimeConfig {
+            clusters: 2,
+            sched_threads: 2,
+            gm_bytes: 16 << 20,
+            timeout,
+            dump: Some(simpler_dump::DumpConfig::new(&dir)),
+            ..Default::default()
+        },
+        kernels(),
+    )
+    .unwrap();
+    let x = rt.upload_pod(&[1.0f32; 16], &[16], DType::Float32).unwrap();
+    let mut before_failure = Vec::new();
+    let err = rt
+        .run(&OrchArgs::new().tensor(x), |o, a| {
+            let x = a.tensor_at(0)?;
+            for _ in 0..3 {
+                let t = o.submit(Kernels::Aiv(1), TaskArgs::new().input(&x))?;
+                before_failure.push(t.task_id);
+            }
+            o.submit(Kernels::Aiv(func), TaskArgs::new().inout(&x).scalar_u64(5))?;
+            Ok(())
+        })
+        .unwrap_err();
+    assert!(err.to_string().contains(want), "{err}");
+    let m: simpler_dump::manifest::Manifest =
+        serde_json::from_slice(&std::fs::read(dir.join("tensor_dump.json")).unwrap()).unwrap();
+    assert_eq!(m.status.as_deref(), Some("incomplete"));
+    let reason = m.reason.unwrap();
+    assert!(reason.contains(want), "reason {reason:?}");
+    // Every task that ran before the failure has its records.
+    for id in before_failure {
+        let hex = id.to_string();
+        let n = m.tensors.iter().filter(|r| r.task_id == hex).count();
+        assert_eq!(n, 1, "task {hex}: one before_dispatch input record");
+    }
+    assert_eq!(m.total_tensors as usize, m.tensors.len());
+    assert!(!dir.join("tensor_dump.json.tmp").exists());
+}
+
+#[test]
+fn failing_kernel_leaves_an_incomplete_dump() {
+    dump_of_failing_run(4, None, "refusing block 0");
+}
+
+#[test]
+fn panicking_kernel_leaves_an_incomplete_dump() {
+    dump_of_failing_run(5, None, "kernel panicked");
+}
+
+#[test]
+fn timed_out_run_leaves_an_incomplete_dump() {
+    GATES[5].store(false, Ordering::Release);
+    dump_of_failing_run(0, Some(Duration::from_millis(300)), "timed out");
+    GATES[5].store(true, Ordering::Release);
+}

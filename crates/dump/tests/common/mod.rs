@@ -43,7 +43,10 @@ pub fn tensor(
             start_offset: 0,
             is_contiguous: true,
             numel,
-            addr: Some(format!("0x{:016x}", 0x7f00_0000_0000u64 + u64::from(arg) * 0x1000)),
+            addr: Some(format!(
+                "0x{:016x}",
+                0x7f00_0000_0000u64 + u64::from(arg) * 0x1000
+            )),
             bin_offset: 0,
             bin_size: bytes.len() as u64,
             truncated: false,
@@ -56,7 +59,14 @@ pub fn tensor(
 }
 
 /// A scalar record (role input, stage before_dispatch).
-pub fn scalar(task: u64, func: &[u32], arg: u32, dtype: &str, value: ScalarValue, bits: u64) -> (RecordJson, Vec<u8>) {
+pub fn scalar(
+    task: u64,
+    func: &[u32],
+    arg: u32,
+    dtype: &str,
+    value: ScalarValue,
+    bits: u64,
+) -> (RecordJson, Vec<u8>) {
     (
         RecordJson {
             task_id: format!("0x{task:016x}"),
@@ -126,7 +136,11 @@ pub fn build(records: Vec<(RecordJson, Vec<u8>)>) -> (Manifest, Vec<u8>) {
 pub fn write(run_dir: &Path, m: &Manifest, bin: &[u8]) -> PathBuf {
     let dir = run_dir.join("tensor_dump");
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("tensor_dump.json"), serde_json::to_vec_pretty(m).unwrap()).unwrap();
+    std::fs::write(
+        dir.join("tensor_dump.json"),
+        serde_json::to_vec_pretty(m).unwrap(),
+    )
+    .unwrap();
     std::fs::write(dir.join("tensor_dump.bin"), bin).unwrap();
     dir
 }
@@ -158,17 +172,116 @@ pub fn varied() -> (Manifest, Vec<u8>) {
     let t1 = 0x0000_0001_0000_0001u64;
     let bf: Vec<f32> = vec![1.0, -2.5, 0.15625, 3.0e-3, 65280.0, -0.0, 1.0e-6, 7.0];
     build(vec![
-        tensor(t0, &[0], "before_dispatch", "input", 0, "FLOAT32", &[2, 3], f32_bytes(&[1.0, 2.0, 3.0, 4.0, 5.5, -6.25])),
+        tensor(
+            t0,
+            &[0],
+            "before_dispatch",
+            "input",
+            0,
+            "FLOAT32",
+            &[2, 3],
+            f32_bytes(&[1.0, 2.0, 3.0, 4.0, 5.5, -6.25]),
+        ),
         scalar(t0, &[0], 2, "FLOAT32", ScalarValue::F64(0.25), 0x3e80_0000),
         scalar(t0, &[0], 3, "INT32", ScalarValue::Int(-3), 0xffff_fffd),
-        tensor(t0, &[0], "after_completion", "output", 1, "BFLOAT16", &[2, 4], bf16_bytes(&bf)),
-        tensor(t1, &[1, 2, 3], "before_dispatch", "input", 0, "INT32", &[5], [1i32, -2, 3, i32::MAX, i32::MIN].iter().flat_map(|x| x.to_le_bytes()).collect()),
-        tensor(t1, &[1, 2, 3], "before_dispatch", "input", 1, "UINT8", &[3], vec![0, 7, 255]),
-        tensor(t1, &[1, 2, 3], "before_dispatch", "input", 2, "BOOL", &[4], vec![1, 0, 0, 1]),
-        tensor(t1, &[1, 2, 3], "before_dispatch", "input", 3, "FLOAT16", &[2], [1.5f32, -0.5].iter().flat_map(|x| half::f16::from_f32(*x).to_le_bytes()).collect()),
-        tensor(t1, &[1, 2, 3], "before_dispatch", "input", 4, "INT64", &[2], [-1i64, 1 << 40].iter().flat_map(|x| x.to_le_bytes()).collect()),
-        tensor(t1, &[1, 2, 3], "before_dispatch", "input", 5, "FP8E4M3FN", &[2], vec![0x38, 0xb8]),
-        tensor(t1, &[1, 2, 3], "before_dispatch", "inout", 6, "FLOAT32", &[2], f32_bytes(&[0.0, 0.0])),
-        tensor(t1, &[1, 2, 3], "after_completion", "inout", 6, "FLOAT32", &[2], f32_bytes(&[9.0, -9.0])),
+        tensor(
+            t0,
+            &[0],
+            "after_completion",
+            "output",
+            1,
+            "BFLOAT16",
+            &[2, 4],
+            bf16_bytes(&bf),
+        ),
+        tensor(
+            t1,
+            &[1, 2, 3],
+            "before_dispatch",
+            "input",
+            0,
+            "INT32",
+            &[5],
+            [1i32, -2, 3, i32::MAX, i32::MIN]
+                .iter()
+                .flat_map(|x| x.to_le_bytes())
+                .collect(),
+        ),
+        tensor(
+            t1,
+            &[1, 2, 3],
+            "before_dispatch",
+            "input",
+            1,
+            "UINT8",
+            &[3],
+            vec![0, 7, 255],
+        ),
+        tensor(
+            t1,
+            &[1, 2, 3],
+            "before_dispatch",
+            "input",
+            2,
+            "BOOL",
+            &[4],
+            vec![1, 0, 0, 1],
+        ),
+        tensor(
+            t1,
+            &[1, 2, 3],
+            "before_dispatch",
+            "input",
+            3,
+            "FLOAT16",
+            &[2],
+            [1.5f32, -0.5]
+                .iter()
+                .flat_map(|x| half::f16::from_f32(*x).to_le_bytes())
+                .collect(),
+        ),
+        tensor(
+            t1,
+            &[1, 2, 3],
+            "before_dispatch",
+            "input",
+            4,
+            "INT64",
+            &[2],
+            [-1i64, 1 << 40]
+                .iter()
+                .flat_map(|x| x.to_le_bytes())
+                .collect(),
+        ),
+        tensor(
+            t1,
+            &[1, 2, 3],
+            "before_dispatch",
+            "input",
+            5,
+            "FP8E4M3FN",
+            &[2],
+            vec![0x38, 0xb8],
+        ),
+        tensor(
+            t1,
+            &[1, 2, 3],
+            "before_dispatch",
+            "inout",
+            6,
+            "FLOAT32",
+            &[2],
+            f32_bytes(&[0.0, 0.0]),
+        ),
+        tensor(
+            t1,
+            &[1, 2, 3],
+            "after_completion",
+            "inout",
+            6,
+            "FLOAT32",
+            &[2],
+            f32_bytes(&[9.0, -9.0]),
+        ),
     ])
 }
