@@ -2,12 +2,19 @@
 //! figures hold on a noisy machine. Each bench alternates its A/B runs and
 //! reports the best repetition.
 
-use std::{process::ExitCode, time::Duration};
+use std::{
+    io::Write,
+    path::Path,
+    process::ExitCode,
+    time::{Duration, Instant},
+};
 
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Map, Value};
-use simpler_runtime::Runtime;
-use simpler_workloads::flood;
+use simpler_core::{topology::CoreType, DType};
+use simpler_dump::{DumpConfig, DumpSummary};
+use simpler_runtime::{KernelDef, Kernels, OrchArgs, Runtime, RuntimeConfig, TaskArgs};
+use simpler_workloads::{flood, vector_example};
 
 use crate::cli::{BenchArgs, BenchName};
 
@@ -26,6 +33,8 @@ pub fn bench(a: &BenchArgs) -> Result<ExitCode> {
     }
     let out = match a.name {
         BenchName::Dispatch => dispatch(a)?,
+        BenchName::DumpOverhead => dump_overhead(a)?,
+        BenchName::DumpMemory => dump_memory(a)?,
     };
     if a.json {
         let results: Map<String, Value> = out
@@ -94,5 +103,196 @@ fn dispatch(a: &BenchArgs) -> Result<Outcome> {
         ],
         config,
         target: "target: us_per_task ≤ 2 on 2 CPUs".into(),
+    })
+}
+
+fn chip_config(a: &BenchArgs) -> Result<Map<String, Value>> {
+    let cfg = a.chip.config()?;
+    let mut m = Map::new();
+    m.insert("reps".into(), json!(a.reps));
+    m.insert("clusters".into(), json!(cfg.clusters));
+    m.insert("sched_threads".into(), json!(cfg.sched_threads));
+    m.insert("arch".into(), json!(cfg.arch.name));
+    m.insert(
+        "cpus".into(),
+        json!(std::thread::available_parallelism().map_or(0, |p| p.get())),
+    );
+    Ok(m)
+}
+
+/// Bytes a dump wrote: payload plus manifest.
+fn dumped_bytes(d: &DumpSummary) -> u64 {
+    d.bin_bytes + std::fs::metadata(&d.json_path).map_or(0, |m| m.len())
+}
+
+/// `CaseBench` and `CaseLarge` with a level-2 dump vs without, alternated
+/// A/B; the best of `--reps` each. Throughput is dumped bytes over the wall
+/// time the dump added, against an in-process memcpy + write of as many
+/// bytes into the same folder.
+fn dump_overhead(a: &BenchArgs) -> Result<Outcome> {
+    let base = a.chip.config()?;
+    let w = simpler_workloads::find("paged_attention")?;
+    let tmp = tempfile::tempdir().context("temporary folder for the dumps")?;
+    let mut results = Vec::new();
+    let mut worst_ratio = 0.0f64;
+    let (mut bytes_total, mut extra_total) = (0u64, 0.0f64);
+    for (case, key) in [("CaseBench", "case_bench"), ("CaseLarge", "case_large")] {
+        let plain = Runtime::new(base.clone(), w.kernels())?;
+        let (mut best_plain, mut best_dump) = (Duration::MAX, Duration::MAX);
+        let mut bytes = 0;
+        for rep in 0..a.reps {
+            let out = w.run(case, 0, &plain)?;
+            best_plain = best_plain.min(out.report.wall);
+            let dir = tmp.path().join(format!("{case}_{rep}"));
+            let cfg = RuntimeConfig {
+                dump: Some(DumpConfig::new(dir.join("tensor_dump"))),
+                ..base.clone()
+            };
+            let rt = Runtime::new(cfg, w.kernels())?;
+            let out = w.run(case, 0, &rt)?;
+            let d = out.report.dump.context("the dump run wrote no dump")?;
+            if d.dropped_records != 0 || d.truncated != 0 {
+                bail!("{case}: the dump lost records");
+            }
+            bytes = dumped_bytes(&d);
+            best_dump = best_dump.min(out.report.wall);
+            std::fs::remove_dir_all(&dir).ok();
+        }
+        let ratio = best_dump.as_secs_f64() / best_plain.as_secs_f64();
+        worst_ratio = worst_ratio.max(ratio);
+        bytes_total += bytes;
+        extra_total += (best_dump.as_secs_f64() - best_plain.as_secs_f64()).max(1e-9);
+        results.push((leak(format!("{key}_wall_ratio")), ratio, "x"));
+        results.push((
+            leak(format!("{key}_plain_s")),
+            best_plain.as_secs_f64(),
+            "s",
+        ));
+        results.push((leak(format!("{key}_dump_s")), best_dump.as_secs_f64(), "s"));
+        results.push((
+            leak(format!("{key}_dumped_mib")),
+            bytes as f64 / f64::from(1 << 20),
+            "MiB",
+        ));
+    }
+    let dump_gib_s = bytes_total as f64 / extra_total / f64::from(1 << 30);
+    let baseline = memcpy_write_baseline(tmp.path(), bytes_total, a.reps)?;
+    let mut all = vec![
+        ("wall_ratio", worst_ratio, "x (worst case)"),
+        ("dump_gib_per_s", dump_gib_s, "GiB/s"),
+        ("baseline_gib_per_s", baseline, "GiB/s"),
+        ("throughput_ratio", dump_gib_s / baseline, ""),
+    ];
+    all.extend(results);
+    Ok(Outcome {
+        name: "dump-overhead",
+        results: all,
+        config: chip_config(a)?,
+        target: "target: wall_ratio ≤ 1.5, throughput_ratio ≥ 0.5".into(),
+    })
+}
+
+/// A metric name built at run time (the table lives as long as the process).
+fn leak(s: String) -> &'static str {
+    Box::leak(s.into_boxed_str())
+}
+
+/// GiB/s of copying `bytes` through a 4 MiB arena and writing each arena to
+/// a file in `dir` — the least a dump of that many bytes must do.
+fn memcpy_write_baseline(dir: &Path, bytes: u64, reps: u32) -> Result<f64> {
+    let src: Vec<u8> = (0..64u32 << 20).map(|i| i as u8).collect();
+    let mut arena = vec![0u8; 4 << 20];
+    let mut best = Duration::MAX;
+    for _ in 0..reps {
+        let path = dir.join("baseline.bin");
+        let mut f = std::fs::File::create(&path).context("baseline file")?;
+        let t = Instant::now();
+        let mut left = bytes;
+        let mut pos = 0usize;
+        while left > 0 {
+            let n = (arena.len() as u64).min(left) as usize;
+            if pos + n > src.len() {
+                pos = 0;
+            }
+            arena[..n].copy_from_slice(&src[pos..pos + n]);
+            f.write_all(&arena[..n]).context("baseline write")?;
+            pos += n;
+            left -= n as u64;
+        }
+        f.flush()?;
+        best = best.min(t.elapsed());
+        drop(f);
+        std::fs::remove_file(&path).ok();
+    }
+    Ok(bytes as f64 / best.as_secs_f64() / f64::from(1 << 30))
+}
+
+/// Peak RSS (VmHWM) of this process in MiB.
+fn peak_rss_mib() -> Result<f64> {
+    let s = std::fs::read_to_string("/proc/self/status").context("reading /proc/self/status")?;
+    let kb: f64 = s
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .context("no VmHWM in /proc/self/status")?;
+    Ok(kb / 1024.0)
+}
+
+/// Peak RSS while a run dumps more than 1 GiB: 600 tasks each read a 1 MiB
+/// block of one 4 MiB input and write a 1 MiB block (level 2 dumps both),
+/// so GM stays small and the peak measures the dump pipeline itself.
+fn dump_memory(a: &BenchArgs) -> Result<Outcome> {
+    // Forget the peak of anything before (Linux: "5" resets VmHWM).
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+    let tmp = tempfile::tempdir().context("temporary folder for the dump")?;
+    let cfg = RuntimeConfig {
+        dump: Some(DumpConfig::new(tmp.path().join("tensor_dump"))),
+        gm_bytes: 256 << 20,
+        ..a.chip.config()?
+    };
+    let kernel = KernelDef::new(
+        vector_example::FUNC_ADD_SCALAR,
+        "kernel_add_scalar",
+        CoreType::Aiv,
+        vector_example::kernel_add_scalar,
+    );
+    let rt = Runtime::new(cfg, vec![kernel])?;
+    let (rows, cols, block_rows, tasks) = (64u32, 16384u32, 16u32, 600u32);
+    let xs: Vec<f32> = (0..rows * cols).map(|i| (i % 1000) as f32).collect();
+    let x = rt.upload_pod(&xs, &[rows, cols], DType::Float32)?;
+    let y = rt.alloc_tensor(&[rows, cols], DType::Float32)?;
+    let before = peak_rss_mib()?;
+    let report = rt.run(&OrchArgs::new().tensor(x).tensor(y), |o, args| {
+        let (x, y) = (args.tensor_at(0)?, args.tensor_at(1)?);
+        for i in 0..tasks {
+            let r0 = (i % (rows / block_rows)) * block_rows;
+            o.submit(
+                Kernels::Aiv(vector_example::FUNC_ADD_SCALAR),
+                TaskArgs::new()
+                    .input(&x.view(&[r0, 0], &[block_rows, cols])?)
+                    .output_existing(&y.view(&[r0, 0], &[block_rows, cols])?)
+                    .scalar_f32(i as f32),
+            )?;
+        }
+        Ok(())
+    })?;
+    let peak = peak_rss_mib()?;
+    let d = report.dump.context("no dump written")?;
+    let dumped = dumped_bytes(&d) as f64 / f64::from(1 << 30);
+    if dumped < 1.0 {
+        bail!("dumped only {dumped:.2} GiB; the bench needs at least 1 GiB");
+    }
+    let mut config = chip_config(a)?;
+    config.insert("tasks".into(), json!(tasks));
+    config.insert("arena_bytes".into(), json!(4 << 20));
+    Ok(Outcome {
+        name: "dump-memory",
+        results: vec![
+            ("peak_rss_mib", peak, "MiB"),
+            ("dumped_gib", dumped, "GiB"),
+            ("rss_before_run_mib", before, "MiB"),
+        ],
+        config,
+        target: "target: peak_rss_mib ≤ 300 while dumping ≥ 1 GiB".into(),
     })
 }

@@ -121,6 +121,10 @@ pub struct DumpArgs {
 pub enum BenchName {
     /// Per-task runtime overhead: flood of tiny tasks vs the same kernels in a loop.
     Dispatch,
+    /// CaseBench and CaseLarge with `--dump-tensor 2` vs without, alternated.
+    DumpOverhead,
+    /// Peak RSS while dumping more than 1 GiB.
+    DumpMemory,
 }
 
 /// `simpler bench`.

@@ -761,6 +761,14 @@ fn parse_manifest(path: &Path, text: &[u8]) -> Result<Manifest, ReadError> {
             }
         }
     }
+    if let Some((field, msg)) = bad_field(&value, HEADER_FIELDS) {
+        return Err(ReadError::BadManifest {
+            path: path.to_path_buf(),
+            line: err.line(),
+            column: err.column(),
+            msg: format!("header field {field}: {msg}"),
+        });
+    }
     let list = obj.get("tensors").or_else(|| obj.get("args"));
     if let Some(serde_json::Value::Array(items)) = list {
         for (index, item) in items.iter().enumerate() {
@@ -772,13 +780,19 @@ fn parse_manifest(path: &Path, text: &[u8]) -> Result<Manifest, ReadError> {
                 let arg = item
                     .get("arg_index")
                     .map_or_else(|| "?".to_string(), |a| a.to_string());
-                let msg = e.to_string();
-                let field = msg
-                    .split('`')
-                    .nth(1)
-                    .filter(|_| msg.contains("field"))
-                    .unwrap_or("record")
-                    .to_string();
+                let (field, msg) = match bad_field(item, RECORD_FIELDS) {
+                    Some((f, m)) => (f.to_string(), m),
+                    None => {
+                        let msg = e.to_string();
+                        let field = msg
+                            .split('`')
+                            .nth(1)
+                            .filter(|_| msg.starts_with("missing field"))
+                            .unwrap_or("record")
+                            .to_string();
+                        (field, msg)
+                    }
+                };
                 return Err(ReadError::Record {
                     path: path.to_path_buf(),
                     index,
@@ -791,6 +805,72 @@ fn parse_manifest(path: &Path, text: &[u8]) -> Result<Manifest, ReadError> {
         }
     }
     Err(json_error(path, &err))
+}
+
+/// Checks one JSON value against a field's wire type.
+type FieldCheck = fn(&serde_json::Value) -> Result<(), serde_json::Error>;
+
+fn is<T: serde::de::DeserializeOwned>(v: &serde_json::Value) -> Result<(), serde_json::Error> {
+    T::deserialize(v).map(|_| ())
+}
+
+/// Wire types of a record's fields, to name the one that is wrong.
+const RECORD_FIELDS: &[(&str, FieldCheck)] = &[
+    ("task_id", is::<String>),
+    ("func_id", is::<Option<Vec<u32>>>),
+    ("role", is::<String>),
+    ("stage", is::<String>),
+    ("arg_index", is::<u32>),
+    ("kind", is::<String>),
+    ("dtype", is::<String>),
+    ("shape", is::<Vec<u64>>),
+    ("strides", is::<Vec<u64>>),
+    ("start_offset", is::<u64>),
+    ("is_contiguous", is::<bool>),
+    ("numel", is::<u64>),
+    ("addr", is::<Option<String>>),
+    ("bin_offset", is::<u64>),
+    ("bin_size", is::<u64>),
+    ("truncated", is::<bool>),
+    ("overwritten", is::<bool>),
+    ("value", is::<Option<ScalarValue>>),
+    ("bits", is::<Option<String>>),
+];
+
+/// Wire types of the header's fields (the record list only as a list).
+const HEADER_FIELDS: &[(&str, FieldCheck)] = &[
+    ("run_dir", is::<String>),
+    ("status", is::<Option<String>>),
+    ("reason", is::<Option<String>>),
+    ("bin_file", is::<String>),
+    ("bin_format", is::<crate::manifest::BinFormat>),
+    ("dump_level", is::<Option<u8>>),
+    ("dump_policy", is::<Option<String>>),
+    ("total_tensors", is::<u64>),
+    ("before_dispatch", is::<u64>),
+    ("after_completion", is::<u64>),
+    ("input_tensors", is::<u64>),
+    ("output_tensors", is::<u64>),
+    ("inout_tensors", is::<u64>),
+    ("scalar_args", is::<u64>),
+    ("truncated_tensors", is::<u64>),
+    ("dropped_records", is::<u64>),
+    ("dropped_overwrite", is::<u64>),
+    ("tensors", is::<Vec<serde_json::Value>>),
+    ("args", is::<Vec<serde_json::Value>>),
+];
+
+/// The first present field of `obj` whose value has the wrong type, with
+/// serde's description of the problem.
+fn bad_field(
+    obj: &serde_json::Value,
+    fields: &[(&'static str, FieldCheck)],
+) -> Option<(&'static str, String)> {
+    let obj = obj.as_object()?;
+    fields.iter().find_map(|(name, check)| {
+        let v = obj.get(*name)?;
+        check(v).err().map(|e| (*name, e.to_string()))
+    })
 }
 
 fn kind_of(v: &serde_json::Value) -> &'static str {

@@ -198,8 +198,8 @@ fn record_field_errors_name_record_and_field() {
         (Box::new(|v| {
             rec(v, 6).as_object_mut().unwrap().remove("dtype");
         }), "record 6 (task 0x0000000100000000, arg 1): dtype: missing field `dtype`"),
-        (Box::new(|v| rec(v, 7)["shape"] = json!("16384")), "record 7 (task 0x0000000100000001, arg 0): record: invalid type: string \"16384\", expected a sequence"),
-        (Box::new(|v| rec(v, 7)["arg_index"] = json!(-1)), "record 7 (task 0x0000000100000001, arg -1): record: invalid value: integer `-1`, expected u32"),
+        (Box::new(|v| rec(v, 7)["shape"] = json!("16384")), "record 7 (task 0x0000000100000001, arg 0): shape: invalid type: string \"16384\", expected a sequence"),
+        (Box::new(|v| rec(v, 7)["arg_index"] = json!(-1)), "record 7 (task 0x0000000100000001, arg -1): arg_index: invalid value: integer `-1`, expected u32"),
     ];
     for (f, want) in cases {
         let (e, _, manifest) = err_of(f);
@@ -276,6 +276,25 @@ fn header_shape_errors() {
         "{e}"
     );
     assert!(e.contains("missing field `total_tensors`"), "{e}");
+    let (e, _, _) = err_of(|v| v["before_dispatch"] = json!("13"));
+    assert!(e.contains("bad manifest at line"), "{e}");
+    assert!(
+        e.contains("header field before_dispatch: invalid type: string \"13\", expected u64"),
+        "{e}"
+    );
+    let (e, _, _) = err_of(|v| v["tensors"] = json!({"a": 1}));
+    assert!(e.contains("header field tensors: invalid type: map"), "{e}");
+    let (e, _, _) = err_of(|v| rec(v, 2)["func_id"] = json!([-1]));
+    assert!(e.contains("record 2 (task 0x0000000000000000, arg 2): func_id: invalid value: integer `-1`, expected u32"), "{e}");
+    let (e, _, _) = err_of(|v| rec(v, 2)["value"] = json!("pi"));
+    assert!(
+        e.contains(
+            "record 2 (task 0x0000000000000000, arg 2): value: scalar value: expected a number"
+        ),
+        "{e}"
+    );
+    let (e, _, _) = err_of(|v| v["tensors"][3] = json!(42));
+    assert!(e.contains("record 3 (task ?, arg ?): record: invalid type: integer `42`, expected struct RecordJson"), "{e}");
     let (e, _, _) = err_of(|v| *v = json!([1, 2]));
     assert!(
         e.contains("expected a JSON object at the top level, found an array"),
