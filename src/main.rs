@@ -34,8 +34,13 @@ fn dispatch(args: cli::Cli) -> anyhow::Result<ExitCode> {
 /// Kernel panics are caught by the runtime and reported as errors naming the
 /// task; the default hook would also print a "thread panicked" line for them.
 /// Keep one line for panics elsewhere (a bug in simpler itself), no backtrace.
+/// A closed stdout (`| head`) ends the program quietly.
 fn quiet_panics() {
     std::panic::set_hook(Box::new(|info| {
+        // `simpler … | head`: the reader left; stop quietly like other tools.
+        if info.to_string().contains("Broken pipe") {
+            std::process::exit(0);
+        }
         let on_core = std::thread::current()
             .name()
             .is_some_and(|n| n.starts_with("core"));

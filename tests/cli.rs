@@ -112,3 +112,19 @@ fn a5_profile_with_36_clusters_runs() {
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
     assert!(out.contains("36 clusters"), "{out}");
 }
+
+#[test]
+fn a_closed_pipe_ends_quietly() {
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_simpler"))
+        .arg("list")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take()); // the reader goes away before anything is printed
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("internal error"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}

@@ -62,7 +62,9 @@ pub fn hex16(s: &str) -> u64 {
         .strip_prefix("0x")
         .unwrap_or_else(|| panic!("{s:?} does not start with 0x"));
     assert!(
-        h.len() == 16 && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
+        h.len() == 16
+            && h.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
         "{s:?} is not 0x followed by 16 lowercase hex digits"
     );
     u64::from_str_radix(h, 16).unwrap()

@@ -77,6 +77,8 @@ fn recycle(free: &Sender<Batch>, mut b: Batch, arena_bytes: usize) {
 /// One formatted record line (a range of [`Collected::json`]) and its sort key.
 pub(crate) struct Line {
     pub key: (u64, u8, u32, u8),
+    /// First in sorted order (no separating comma).
+    pub first: bool,
     pub json: std::ops::Range<usize>,
     pub stage: Stage,
     pub role: &'static str,
@@ -119,6 +121,7 @@ fn collector_main(
             write_record_json(&mut c.json, r, base);
             c.lines.push(Line {
                 key: r.key(),
+                first: false,
                 json: start..c.json.len(),
                 stage: r.stage,
                 role: crate::record::role_name(r.role),

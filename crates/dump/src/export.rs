@@ -2,11 +2,10 @@
 
 use std::{
     fs::File,
-    io::{BufWriter, Write},
+    io::{BufWriter, IoSlice, Write},
     path::{Path, PathBuf},
 };
 
-use serde::Serialize;
 use simpler_core::{DType, Scalar};
 
 use crate::{
@@ -35,99 +34,96 @@ pub fn scalar_value(s: Scalar) -> ScalarValue {
     }
 }
 
-/// `0x%016x` without allocating: serialized straight into the output.
-struct Hex64(u64);
-
-impl Serialize for Hex64 {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        const DIGITS: &[u8; 16] = b"0123456789abcdef";
-        let mut buf = *b"0x0000000000000000";
-        for (i, b) in buf[2..].iter_mut().enumerate() {
-            *b = DIGITS[((self.0 >> (60 - 4 * i)) & 0xf) as usize];
-        }
-        // ASCII hex digits: always valid UTF-8.
-        s.serialize_str(std::str::from_utf8(&buf).unwrap_or_default())
+/// Append `0x%016x`.
+fn push_hex64(out: &mut Vec<u8>, v: u64) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    out.extend_from_slice(b"0x");
+    for i in 0..16 {
+        out.push(DIGITS[((v >> (60 - 4 * i)) & 0xf) as usize]);
     }
 }
 
-/// Serialize-only twin of [`RecordJson`] that borrows instead of owning,
-/// so the collector formats a record without allocating. Same fields, same
-/// order (a test checks both agree).
-#[derive(Serialize)]
-struct RecordOut<'a> {
-    task_id: Hex64,
-    func_id: &'a [u32],
-    role: &'static str,
-    stage: &'static str,
-    arg_index: u32,
-    kind: &'static str,
-    dtype: &'static str,
-    shape: &'a [u32],
-    strides: &'a [u32],
-    start_offset: u64,
-    is_contiguous: bool,
-    numel: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    addr: Option<Hex64>,
-    bin_offset: u64,
-    bin_size: u64,
-    truncated: bool,
-    overwritten: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    value: Option<ScalarValue>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    bits: Option<Hex64>,
+fn push_int(out: &mut Vec<u8>, v: impl itoa::Integer) {
+    out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+}
+
+fn push_list(out: &mut Vec<u8>, v: &[u32]) {
+    out.push(b'[');
+    for (i, &x) in v.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        push_int(out, x);
+    }
+    out.push(b']');
+}
+
+fn push_bool(out: &mut Vec<u8>, v: bool) {
+    out.extend_from_slice(if v { b"true" } else { b"false" });
 }
 
 /// Append the JSON record of `r` (payload at `bin_base` in the `.bin`) to `out`.
+///
+/// This is the hot path of a large dump (one call per record, hundreds of
+/// thousands per run), so the fixed record layout is written directly; every
+/// string it writes is a fixed ASCII name or hex, so nothing needs escaping.
+/// Tests check it byte for byte against serde's serialization of the same
+/// record, and that it parses as [`crate::manifest::RecordJson`].
 pub(crate) fn write_record_json(out: &mut Vec<u8>, r: &Record, bin_base: u64) {
-    let func_id = &r.func_ids[..r.n_funcs as usize];
-    let base = RecordOut {
-        task_id: Hex64(r.task_id.0),
-        func_id,
-        role: role_name(r.role),
-        stage: r.stage.name(),
-        arg_index: r.arg_index,
-        kind: "scalar",
-        dtype: r.dtype().name(),
-        shape: &[],
-        strides: &[],
-        start_offset: 0,
-        is_contiguous: true,
-        numel: 1,
-        addr: None,
-        bin_offset: 0,
-        bin_size: 0,
-        truncated: false,
-        overwritten: false,
-        value: None,
-        bits: None,
-    };
-    let rec = match &r.subject {
-        Subject::Tensor(t) => RecordOut {
-            kind: "tensor",
-            shape: t.shape(),
-            strides: t.strides(),
-            start_offset: t.start_offset,
-            is_contiguous: t.is_contiguous,
-            numel: t.numel(),
-            addr: Some(Hex64(t.addr)),
-            bin_offset: if r.payload_len > 0 {
-                bin_base + r.arena_offset
-            } else {
-                0
-            },
-            bin_size: r.payload_len,
-            truncated: r.truncated,
-            ..base
-        },
-        Subject::Scalar(s) => RecordOut {
-            value: Some(scalar_value(*s)),
-            bits: Some(Hex64(s.bits)),
-            ..base
-        },
-    };
-    serde_json::to_writer(out, &rec).expect("records serialize into memory");
+    out.extend_from_slice(b"{\"task_id\":\"");
+    push_hex64(out, r.task_id.0);
+    out.extend_from_slice(b"\",\"func_id\":");
+    push_list(out, &r.func_ids[..r.n_funcs as usize]);
+    out.extend_from_slice(b",\"role\":\"");
+    out.extend_from_slice(role_name(r.role).as_bytes());
+    out.extend_from_slice(b"\",\"stage\":\"");
+    out.extend_from_slice(r.stage.name().as_bytes());
+    out.extend_from_slice(b"\",\"arg_index\":");
+    push_int(out, r.arg_index);
+    match &r.subject {
+        Subject::Tensor(t) => {
+            out.extend_from_slice(b",\"kind\":\"tensor\",\"dtype\":\"");
+            out.extend_from_slice(t.dtype.name().as_bytes());
+            out.extend_from_slice(b"\",\"shape\":");
+            push_list(out, t.shape());
+            out.extend_from_slice(b",\"strides\":");
+            push_list(out, t.strides());
+            out.extend_from_slice(b",\"start_offset\":");
+            push_int(out, t.start_offset);
+            out.extend_from_slice(b",\"is_contiguous\":");
+            push_bool(out, t.is_contiguous);
+            out.extend_from_slice(b",\"numel\":");
+            push_int(out, t.numel());
+            out.extend_from_slice(b",\"addr\":\"");
+            push_hex64(out, t.addr);
+            out.extend_from_slice(b"\",\"bin_offset\":");
+            push_int(
+                out,
+                if r.payload_len > 0 {
+                    bin_base + r.arena_offset
+                } else {
+                    0
+                },
+            );
+            out.extend_from_slice(b",\"bin_size\":");
+            push_int(out, r.payload_len);
+            out.extend_from_slice(b",\"truncated\":");
+            push_bool(out, r.truncated);
+            out.extend_from_slice(b",\"overwritten\":false}");
+        }
+        Subject::Scalar(s) => {
+            out.extend_from_slice(b",\"kind\":\"scalar\",\"dtype\":\"");
+            out.extend_from_slice(s.dtype.name().as_bytes());
+            out.extend_from_slice(
+                b"\",\"shape\":[],\"strides\":[],\"start_offset\":0,\"is_contiguous\":true,\"numel\":1,\"bin_offset\":0,\"bin_size\":0,\"truncated\":false,\"overwritten\":false,\"value\":",
+            );
+            // Floats need the shortest round-trip form: serde_json (ryu) does it.
+            serde_json::to_writer(&mut *out, &scalar_value(*s)).expect("scalar serializes");
+            out.extend_from_slice(b",\"bits\":\"");
+            push_hex64(out, s.bits);
+            out.extend_from_slice(b"\"}");
+        }
+    }
 }
 
 /// Write `path` through a temporary file and a rename, so a reader never
@@ -152,6 +148,21 @@ pub fn write_atomic(
     std::fs::rename(&tmp, path).map_err(|e| DumpError::io(path, e))
 }
 
+/// Slices per vectored write (well under the usual IOV_MAX of 1024).
+const IOV_BATCH: usize = 256;
+
+/// `write_all` for a list of slices.
+fn write_all_vectored(f: &mut File, mut parts: &mut [IoSlice<'_>]) -> std::io::Result<()> {
+    while !parts.is_empty() {
+        let n = f.write_vectored(parts)?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        IoSlice::advance_slices(&mut parts, n);
+    }
+    Ok(())
+}
+
 /// Sort the records and write the manifest.
 pub(crate) fn write_manifest(
     cfg: &DumpConfig,
@@ -160,6 +171,9 @@ pub(crate) fn write_manifest(
     dropped: u64,
 ) -> Result<PathBuf, DumpError> {
     c.lines.sort_unstable_by_key(|l| l.key);
+    if let Some(l) = c.lines.first_mut() {
+        l.first = true;
+    }
     let count = |f: &dyn Fn(&crate::collector::Line) -> bool| {
         c.lines.iter().filter(|l| f(l)).count() as u64
     };
@@ -201,9 +215,18 @@ pub(crate) fn write_manifest(
     write_atomic(&path, |w| {
         w.write_all(head.as_bytes())?;
         w.write_all(b"\"tensors\": [")?;
-        for (i, l) in c.lines.iter().enumerate() {
-            w.write_all(if i == 0 { b"\n    " } else { b",\n    " })?;
-            w.write_all(&c.json[l.json.clone()])?;
+        w.flush()?;
+        // Records go from the collector's buffer straight to the file in
+        // vectored writes (no copy through the BufWriter).
+        let file = w.get_mut();
+        let mut parts: Vec<IoSlice<'_>> = Vec::with_capacity(2 * IOV_BATCH);
+        for chunk in c.lines.chunks(IOV_BATCH) {
+            parts.clear();
+            for l in chunk {
+                parts.push(IoSlice::new(if l.first { b"\n    " } else { b",\n    " }));
+                parts.push(IoSlice::new(&c.json[l.json.clone()]));
+            }
+            write_all_vectored(file, &mut parts)?;
         }
         w.write_all(b"\n  ]\n}\n")
     })?;
@@ -228,6 +251,96 @@ mod tests {
             arena_offset: 64,
             payload_len: 24,
             truncated: false,
+        }
+    }
+
+    /// The reference serialization: serde over the wire type.
+    fn via_serde(r: &Record, base: u64) -> Vec<u8> {
+        let j = match r.subject {
+            Subject::Tensor(t) => RecordJson {
+                task_id: hex64(r.task_id.0),
+                func_id: Some(r.func_ids[..r.n_funcs as usize].to_vec()),
+                role: role_name(r.role).into(),
+                stage: r.stage.name().into(),
+                arg_index: r.arg_index,
+                kind: "tensor".into(),
+                dtype: t.dtype.name().into(),
+                shape: t.shape().iter().map(|&x| u64::from(x)).collect(),
+                strides: t.strides().iter().map(|&x| u64::from(x)).collect(),
+                start_offset: t.start_offset,
+                is_contiguous: t.is_contiguous,
+                numel: t.numel(),
+                addr: Some(hex64(t.addr)),
+                bin_offset: if r.payload_len > 0 {
+                    base + r.arena_offset
+                } else {
+                    0
+                },
+                bin_size: r.payload_len,
+                truncated: r.truncated,
+                overwritten: false,
+                value: None,
+                bits: None,
+            },
+            Subject::Scalar(s) => RecordJson {
+                task_id: hex64(r.task_id.0),
+                func_id: Some(r.func_ids[..r.n_funcs as usize].to_vec()),
+                role: role_name(r.role).into(),
+                stage: r.stage.name().into(),
+                arg_index: r.arg_index,
+                kind: "scalar".into(),
+                dtype: s.dtype.name().into(),
+                shape: vec![],
+                strides: vec![],
+                start_offset: 0,
+                is_contiguous: true,
+                numel: 1,
+                addr: None,
+                bin_offset: 0,
+                bin_size: 0,
+                truncated: false,
+                overwritten: false,
+                value: Some(scalar_value(s)),
+                bits: Some(hex64(s.bits)),
+            },
+        };
+        serde_json::to_vec(&j).unwrap()
+    }
+
+    #[test]
+    fn direct_writer_matches_serde_byte_for_byte() {
+        let t = ChipTensor::contiguous(0xdead_beef_0000, &[3, 5, 7], DType::Bfloat16);
+        let views = [
+            t,
+            t.view(&[1, 0, 2], &[2, 5, 3]).unwrap(),
+            t.transpose(0, 2),
+        ];
+        let scalars = [
+            Scalar::f32(0.1),
+            Scalar::f32(-0.0),
+            Scalar::f32(f32::NAN),
+            Scalar::f32(f32::INFINITY),
+            Scalar::i32(-7),
+            Scalar::u64(u64::MAX),
+            Scalar::i64(i64::MIN),
+        ];
+        let mut subjects: Vec<Subject> = views.iter().map(|v| Subject::Tensor(*v)).collect();
+        subjects.extend(scalars.iter().map(|s| Subject::Scalar(*s)));
+        for (i, subject) in subjects.into_iter().enumerate() {
+            for role in [ArgRole::Input, ArgRole::OutputExisting, ArgRole::NoDep] {
+                let mut r = rec(subject);
+                r.role = role;
+                r.n_funcs = (i % 3 + 1) as u8;
+                r.func_ids = [0, 1, 2];
+                r.truncated = i % 2 == 0;
+                r.payload_len = (i as u64) * 8;
+                let mut out = Vec::new();
+                write_record_json(&mut out, &r, 4096);
+                assert_eq!(
+                    String::from_utf8(out).unwrap(),
+                    String::from_utf8(via_serde(&r, 4096)).unwrap()
+                );
+            }
         }
     }
 

@@ -332,18 +332,17 @@ pub enum ReadError {
         msg: String,
     },
     /// One record is invalid.
-    #[error("{path}: record {index} ({task}, arg {arg}): {field}: {msg}")]
+    #[error("{path}: record {index} ({label}): {field}: {msg}")]
     Record {
         /// The manifest.
         path: PathBuf,
         /// Position in the record list.
         index: usize,
-        /// `task 0x…` (or the raw task_id when it is the bad field).
-        task: String,
-        /// `arg_index` (or `?` when unknown).
-        arg: String,
-        /// The offending field.
-        field: String,
+        /// `task 0x…, arg N` (the raw task_id when it is the bad field, `?`
+        /// for what is unknown).
+        label: String,
+        /// The offending field (`record` when the record as a whole is).
+        field: &'static str,
         /// What is wrong and what was expected.
         msg: String,
     },
@@ -471,6 +470,26 @@ impl Dump {
                 path: manifest_path,
                 field: "bin_file",
                 msg: "empty; expected the payload file name (tensor_dump.bin)".into(),
+            });
+        }
+        if header.bin_format.kind != "logical_contiguous" {
+            return Err(ReadError::Header {
+                path: manifest_path,
+                field: "bin_format.type",
+                msg: format!(
+                    "{:?} is not supported; expected \"logical_contiguous\"",
+                    header.bin_format.kind
+                ),
+            });
+        }
+        if header.bin_format.byte_order != "little_endian" {
+            return Err(ReadError::Header {
+                path: manifest_path,
+                field: "bin_format.byte_order",
+                msg: format!(
+                    "{:?} is not supported; expected \"little_endian\"",
+                    header.bin_format.byte_order
+                ),
             });
         }
         let bin_path = dir.join(&header.bin_file);
@@ -781,23 +800,24 @@ fn parse_manifest(path: &Path, text: &[u8]) -> Result<Manifest, ReadError> {
                     .get("arg_index")
                     .map_or_else(|| "?".to_string(), |a| a.to_string());
                 let (field, msg) = match bad_field(item, RECORD_FIELDS) {
-                    Some((f, m)) => (f.to_string(), m),
+                    Some(found) => found,
                     None => {
                         let msg = e.to_string();
-                        let field = msg
-                            .split('`')
-                            .nth(1)
-                            .filter(|_| msg.starts_with("missing field"))
-                            .unwrap_or("record")
-                            .to_string();
+                        let missing = msg
+                            .strip_prefix("missing field `")
+                            .and_then(|m| m.split('`').next());
+                        let field = RECORD_FIELDS
+                            .iter()
+                            .map(|(name, _)| *name)
+                            .find(|name| Some(*name) == missing)
+                            .unwrap_or("record");
                         (field, msg)
                     }
                 };
                 return Err(ReadError::Record {
                     path: path.to_path_buf(),
                     index,
-                    task,
-                    arg,
+                    label: format!("{task}, arg {arg}"),
                     field,
                     msg,
                 });
@@ -964,15 +984,14 @@ fn validate_record(
     r: RecordJson,
 ) -> Result<Record, ReadError> {
     let task_id = parse_hex_u64(&r.task_id).map(TaskId);
-    let err = |field: &str, msg: String| ReadError::Record {
+    let err = |field: &'static str, msg: String| ReadError::Record {
         path: path.to_path_buf(),
         index,
-        task: match task_id {
-            Some(t) => format!("task {t}"),
-            None => format!("task {:?}", r.task_id),
+        label: match task_id {
+            Some(t) => format!("task {t}, arg {}", r.arg_index),
+            None => format!("task {:?}, arg {}", r.task_id, r.arg_index),
         },
-        arg: r.arg_index.to_string(),
-        field: field.to_string(),
+        field,
         msg,
     };
     let Some(task_id) = task_id else {

@@ -32,6 +32,9 @@ fn err_of(f: impl FnOnce(&mut Value)) -> (String, ReadError, PathBuf) {
     (e.to_string(), e, manifest)
 }
 
+/// A manifest edit.
+type Edit = Box<dyn FnOnce(&mut Value)>;
+
 fn rec(v: &mut Value, i: usize) -> &mut Value {
     &mut v["tensors"][i]
 }
@@ -160,7 +163,7 @@ fn bin_shorter_than_a_record_range() {
 
 #[test]
 fn record_field_errors_name_record_and_field() {
-    let cases: Vec<(Box<dyn FnOnce(&mut Value)>, &str)> = vec![
+    let cases: Vec<(Edit, &str)> = vec![
         (Box::new(|v| rec(v, 3)["dtype"] = json!("FLOAT64")), "record 3 (task 0x0000000100000000, arg 0): dtype: unknown dtype \"FLOAT64\": expected one of FLOAT32, FLOAT16,"),
         (Box::new(|v| rec(v, 2)["stage"] = json!("during")), "record 2 (task 0x0000000000000000, arg 2): stage: unknown stage \"during\": expected before_dispatch or after_completion"),
         (Box::new(|v| rec(v, 2)["kind"] = json!("vector")), "record 2 (task 0x0000000000000000, arg 2): kind: unknown kind \"vector\": expected tensor or scalar"),
@@ -226,7 +229,7 @@ fn metadata_only_records_are_fine_at_level_3() {
 
 #[test]
 fn header_counters_must_agree_with_records() {
-    let cases: Vec<(Box<dyn FnOnce(&mut Value)>, &str)> = vec![
+    let cases: Vec<(Edit, &str)> = vec![
         (Box::new(|v| v["total_tensors"] = json!(19)), "header field total_tensors is 19 but the records have 18 records in the list"),
         (Box::new(|v| v["before_dispatch"] = json!(12)), "header field before_dispatch is 12 but the records have 13 at that stage"),
         (Box::new(|v| v["after_completion"] = json!(6)), "header field after_completion is 6 but the records have 5 at that stage"),
@@ -298,6 +301,19 @@ fn header_shape_errors() {
     let (e, _, _) = err_of(|v| *v = json!([1, 2]));
     assert!(
         e.contains("expected a JSON object at the top level, found an array"),
+        "{e}"
+    );
+    let (e, _, m) = err_of(|v| v["bin_format"]["byte_order"] = json!("big_endian"));
+    assert_eq!(
+        e,
+        format!(
+            "{}: header field bin_format.byte_order: \"big_endian\" is not supported; expected \"little_endian\"",
+            m.display()
+        )
+    );
+    let (e, _, _) = err_of(|v| v["bin_format"]["type"] = json!("strided"));
+    assert!(
+        e.contains("header field bin_format.type: \"strided\" is not supported"),
         "{e}"
     );
     let (e, _, _) = err_of(|v| v["bin_file"] = json!(""));

@@ -23,6 +23,11 @@ use simpler_core::ChipTensor;
 /// a per-dimension box test decides exactly. Otherwise overlap is assumed
 /// (conservative: an extra edge costs time, a missing one costs correctness).
 pub fn overlaps(a: &ChipTensor, b: &ChipTensor) -> bool {
+    overlaps_with(a, box_origin(a), b, box_origin(b))
+}
+
+/// [`overlaps`] with each view's box origin computed beforehand.
+fn overlaps_with(a: &ChipTensor, oa: Option<Origin>, b: &ChipTensor, ob: Option<Origin>) -> bool {
     if a.addr != b.addr {
         return false;
     }
@@ -37,7 +42,7 @@ pub fn overlaps(a: &ChipTensor, b: &ChipTensor) -> bool {
     if a.ndims != b.ndims || a.strides() != b.strides() {
         return true;
     }
-    match (box_origin(a), box_origin(b)) {
+    match (oa, ob) {
         (Some(oa), Some(ob)) => (0..a.ndims as usize).all(|d| {
             let (s, t) = (oa[d], ob[d]);
             s < t + u64::from(b.shapes[d]) && t < s + u64::from(a.shapes[d])
@@ -46,10 +51,13 @@ pub fn overlaps(a: &ChipTensor, b: &ChipTensor) -> bool {
     }
 }
 
+/// Per-dimension coordinates of a view's first element.
+type Origin = [u64; simpler_core::MAX_DIMS];
+
 /// Coordinates of a view's first element in the parent box its strides
 /// describe, dividing the start offset greedily from the largest stride.
 /// `None` when the strides are not a nested layout (then no box test).
-fn box_origin(v: &ChipTensor) -> Option<[u64; simpler_core::MAX_DIMS]> {
+fn box_origin(v: &ChipTensor) -> Option<Origin> {
     let nd = v.ndims as usize;
     let mut order = [0usize, 1, 2, 3, 4];
     let order = &mut order[..nd];
@@ -86,6 +94,7 @@ pub struct Access {
 #[derive(Debug)]
 struct Entry<T> {
     view: ChipTensor,
+    origin: Option<Origin>,
     who: T,
 }
 
@@ -114,18 +123,28 @@ impl<T: Clone> Index<T> {
         self.by_start
             .entry(view.start_offset)
             .or_default()
-            .push(Entry { view: *view, who });
+            .push(Entry {
+                view: *view,
+                origin: box_origin(view),
+                who,
+            });
         self.len += 1;
     }
 
-    fn overlapping(&self, view: &ChipTensor, live: &impl Fn(&T) -> bool, out: &mut Vec<T>) {
+    fn overlapping(
+        &self,
+        view: &ChipTensor,
+        origin: Option<Origin>,
+        live: &impl Fn(&T) -> bool,
+        out: &mut Vec<T>,
+    ) {
         let lo = view
             .start_offset
             .saturating_sub(self.max_extent.saturating_sub(1));
         let hi = view.start_offset + view.extent_elems;
         for list in self.by_start.range(lo..hi).map(|(_, l)| l) {
             for e in list {
-                if live(&e.who) && overlaps(&e.view, view) {
+                if overlaps_with(&e.view, e.origin, view, origin) && live(&e.who) {
                     out.push(e.who.clone());
                 }
             }
@@ -182,11 +201,12 @@ impl<T: Clone> TensorMap<T> {
         let Some(l) = self.by_buffer.get(&view.addr) else {
             return;
         };
+        let origin = box_origin(view);
         if access.read || access.write {
-            l.writers.overlapping(view, &live, out);
+            l.writers.overlapping(view, origin, &live, out);
         }
         if access.write {
-            l.readers.overlapping(view, &live, out);
+            l.readers.overlapping(view, origin, &live, out);
         }
     }
 

@@ -13,7 +13,8 @@ pub fn reference(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// A tensor record with payload `bytes` (offset filled in by [`write_dump`]).
+/// A tensor record with payload `bytes` (offset filled in by [`build`]).
+#[allow(clippy::too_many_arguments)] // mirrors the record's fields, in order
 pub fn tensor(
     task: u64,
     func: &[u32],
