@@ -25,6 +25,17 @@ pub enum Command {
     List,
     /// Measure the runtime (see DESIGN §10).
     Bench(BenchArgs),
+    /// Read dumps: list, filter and export records.
+    #[command(subcommand)]
+    Dump(DumpCommand),
+}
+
+/// `simpler dump …`.
+#[derive(Debug, Subcommand)]
+pub enum DumpCommand {
+    /// List a tensor dump's records (default: the newest
+    /// `outputs/*/tensor_dump`), filter them, export them as txt or npy.
+    View(crate::dump_view::ViewArgs),
 }
 
 /// Chip and runtime shape, shared by every command that runs something.

@@ -4,6 +4,7 @@
 mod bench;
 mod cli;
 mod dump_cfg;
+mod dump_view;
 mod list;
 mod run;
 
@@ -28,6 +29,7 @@ fn dispatch(args: cli::Cli) -> anyhow::Result<ExitCode> {
         cli::Command::Run(a) => run::run(&a),
         cli::Command::List => list::list(),
         cli::Command::Bench(a) => bench::bench(&a),
+        cli::Command::Dump(cli::DumpCommand::View(a)) => dump_view::view(&a),
     }
 }
 

@@ -56,9 +56,9 @@ fn notes(r: &Record) -> Vec<String> {
     let mut n = Vec::new();
     match r.dtype {
         DType::Bfloat16 => n.push(
-            "BFLOAT16 values are shown as their exact FLOAT32 value (the .npy export is FLOAT32 too)".into(),
+            "BFLOAT16 values are shown as exact decimals of their FLOAT32 value (the .npy export is FLOAT32)".into(),
         ),
-        DType::Float16 => n.push("FLOAT16 values are shown as their exact FLOAT32 value".into()),
+        DType::Float16 => n.push("FLOAT16 values are shown as exact decimals".into()),
         DType::Fp8E4M3Fn | DType::Fp8E8M0 | DType::Fp4E2M1 => n.push(format!(
             "{} values are decoded per the OCP MX formats and shown as decimals",
             r.dtype

@@ -672,14 +672,19 @@ pub fn fp4_e2m1_to_f64(b: u8) -> f64 {
 }
 
 /// Element `i` of a little-endian `dtype` buffer formatted for humans:
-/// floats in their shortest round-trip form (`2.0`, `1e-30`, `NaN`, `inf`;
-/// bf16/f16 via their exact f32 value), integers exactly, BOOL as
-/// `true`/`false`.
+/// FLOAT32 in its shortest round-trip form (`2.0`, `1e-30`, `NaN`, `inf`),
+/// BFLOAT16/FLOAT16 and the FP8/FP4 formats as their exact decimal value,
+/// integers exactly, BOOL as `true`/`false` (`true(7)` for other nonzero bytes).
 pub fn format_element(bytes: &[u8], dtype: DType, i: usize) -> String {
     match dtype {
         DType::Float32 => format!("{:?}", f32::from_le_bytes(le(bytes, i))),
-        DType::Float16 => format!("{:?}", f16::from_le_bytes(le(bytes, i)).to_f32()),
-        DType::Bfloat16 => format!("{:?}", bf16::from_le_bytes(le(bytes, i)).to_f32()),
+        // Through f64, whose shortest round-trip form of a 16-bit float's
+        // value is its exact decimal (0.369140625, not f32's 0.36914063).
+        DType::Float16 => format!("{:?}", f64::from(f16::from_le_bytes(le(bytes, i)).to_f32())),
+        DType::Bfloat16 => format!(
+            "{:?}",
+            f64::from(bf16::from_le_bytes(le(bytes, i)).to_f32())
+        ),
         DType::Int32 => i32::from_le_bytes(le(bytes, i)).to_string(),
         DType::Uint32 => u32::from_le_bytes(le(bytes, i)).to_string(),
         DType::Int16 => i16::from_le_bytes(le(bytes, i)).to_string(),
@@ -1270,6 +1275,26 @@ mod tests {
         assert!(fp8_e8m0_to_f64(255).is_nan());
         assert_eq!(fp4_e2m1_to_f64(0x7), 6.0);
         assert_eq!(fp4_e2m1_to_f64(0xa), -1.0);
+    }
+
+    #[test]
+    fn elements_format_exactly() {
+        let b = bf16::from_f32(0.369_140_625).to_le_bytes();
+        assert_eq!(format_element(&b, DType::Bfloat16, 0), "0.369140625");
+        let f = 0.1f32.to_le_bytes();
+        assert_eq!(format_element(&f, DType::Float32, 0), "0.1");
+        assert_eq!(format_element(&[2], DType::Bool, 0), "true(2)");
+        assert_eq!(
+            format_element(&(-5i16).to_le_bytes(), DType::Int16, 0),
+            "-5"
+        );
+        assert_eq!(format_element(&[0x38], DType::Fp8E4M3Fn, 0), "1.0");
+        // Out of range reads as zero rather than panicking.
+        assert_eq!(format_element(&[], DType::Int64, 3), "0");
+        assert_eq!(
+            decode_all_f64(&[0, 0, 128, 63, 1], DType::Float32),
+            vec![1.0]
+        );
     }
 
     #[test]

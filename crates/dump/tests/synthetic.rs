@@ -226,7 +226,7 @@ fn txt_export_has_header_overview_and_detail() {
         "bin_size: 16",
         "truncated: false",
         "overwritten: false",
-        "note: BFLOAT16 values are shown as their exact FLOAT32 value",
+        "note: BFLOAT16 values are shown as exact decimals of their FLOAT32 value",
         "## overview (row-major; one line per row of the last dimension: 2 rows of 4)",
         "## detail (8 elements)",
         "[0, 1] = -2.5",
