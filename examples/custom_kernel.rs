@@ -87,7 +87,7 @@ fn main() -> Result<(), RuntimeError> {
     let y = rt.upload_pod(&ys, &[rows, cols], DType::Float32)?;
     let result = rt.alloc_tensor(&[rows, cols], DType::Float32)?;
     let report = rt.run(
-        &OrchArgs::new().tensor(x).tensor(y).tensor(result),
+        &OrchArgs::new().tensor(x).tensor(y).output(result),
         orchestrate,
     )?;
     let got = rt.download_pod::<f32>(&result)?;

@@ -122,7 +122,8 @@ fn chip_config(a: &BenchArgs) -> Result<Map<String, Value>> {
 
 /// Bytes a dump wrote: payload plus manifest.
 fn dumped_bytes(d: &DumpSummary) -> u64 {
-    d.bin_bytes + std::fs::metadata(&d.json_path).map_or(0, |m| m.len())
+    let json = d.json_path.as_ref().and_then(|p| std::fs::metadata(p).ok());
+    d.bin_bytes + json.map_or(0, |m| m.len())
 }
 
 /// `CaseBench` and `CaseLarge` with a level-2 dump vs without, alternated
@@ -262,7 +263,7 @@ fn dump_memory(a: &BenchArgs) -> Result<Outcome> {
     let x = rt.upload_pod(&xs, &[rows, cols], DType::Float32)?;
     let y = rt.alloc_tensor(&[rows, cols], DType::Float32)?;
     let before = peak_rss_mib()?;
-    let report = rt.run(&OrchArgs::new().tensor(x).tensor(y), |o, args| {
+    let report = rt.run(&OrchArgs::new().tensor(x).output(y), |o, args| {
         let (x, y) = (args.tensor_at(0)?, args.tensor_at(1)?);
         for i in 0..tasks {
             let r0 = (i % (rows / block_rows)) * block_rows;

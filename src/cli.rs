@@ -114,6 +114,16 @@ pub struct DumpArgs {
     /// marked, 0 = off.
     #[arg(long, value_name = "LEVEL", num_args = 0..=1, default_missing_value = "2")]
     pub dump_tensor: Option<u8>,
+    /// Write `args_dump.json`: the orchestration's own arguments.
+    #[arg(long)]
+    pub dump_args: bool,
+    /// Write `kernel_args_dump.json`: every dispatch's 50-slot argument
+    /// array as the core saw it, with its identity (for `insight-trace`).
+    #[arg(long)]
+    pub dump_kernel_args: bool,
+    /// All three dumps, the tensor dump at level 2.
+    #[arg(long)]
+    pub dump_all: bool,
     /// What producers do when the collector falls behind: `block` waits
     /// (loses nothing), `drop` never waits and counts every loss.
     #[arg(long, default_value = "block", value_name = "POLICY")]

@@ -21,14 +21,17 @@ pub fn configure(
     case: &str,
 ) -> Result<Option<PathBuf>> {
     let level = match a.dump_tensor {
+        None if a.dump_all => Some(DumpLevel::All),
         None => None,
         Some(n) => DumpLevel::from_number(n).map_err(anyhow::Error::msg)?,
     };
+    let args = a.dump_args || a.dump_all;
+    let kernel_args = a.dump_kernel_args || a.dump_all;
     let policy: DumpPolicy = a.dump_policy.parse().map_err(anyhow::Error::msg)?;
     if a.dump_arena_kib == 0 {
         bail!("--dump-arena-kib 0: expected a positive size in KiB");
     }
-    if level.is_none() {
+    if level.is_none() && !args && !kernel_args {
         return Ok(None);
     }
     let run_dir = match &a.output {
@@ -49,6 +52,10 @@ pub fn configure(
     d.level = level;
     d.policy = policy;
     d.arena_bytes = a.dump_arena_kib << 10;
+    d.args = args;
+    d.kernel_args = kernel_args;
+    d.workload = workload.into();
+    d.case = case.into();
     cfg.dump = Some(d);
     Ok(Some(run_dir))
 }
@@ -75,8 +82,24 @@ fn fresh_run_dir(root: &Path, workload: &str, case: &str) -> Result<PathBuf> {
     )
 }
 
-/// One line on what the dump wrote.
+/// One line per file the dump wrote.
 pub fn report(d: &DumpSummary) {
+    if let Some(p) = &d.json_path {
+        report_tensors(d, p);
+    }
+    if let Some(p) = &d.args_path {
+        println!("args dump: {}", p.display());
+    }
+    if let Some(p) = &d.kernel_args_path {
+        println!(
+            "kernel args dump: {} dispatches -> {}",
+            d.dispatches,
+            p.display()
+        );
+    }
+}
+
+fn report_tensors(d: &DumpSummary, json: &Path) {
     let lost = if d.dropped_records > 0 || d.truncated > 0 {
         format!(
             " — LOST: {} records dropped, {} truncated",
@@ -89,7 +112,7 @@ pub fn report(d: &DumpSummary) {
         "tensor dump: {} records, {:.1} MiB payload -> {}{lost}",
         d.records,
         d.bin_bytes as f64 / (1 << 20) as f64,
-        d.json_path.display()
+        json.display()
     );
 }
 
@@ -100,6 +123,11 @@ pub fn report_failed(run_dir: &Path) {
         eprintln!(
             "tensor dump (status incomplete) with everything collected before the failure: {}",
             json.display()
+        );
+    } else if run_dir.join(DUMP_DIR).exists() {
+        eprintln!(
+            "dumps collected before the failure: {}",
+            run_dir.join(DUMP_DIR).display()
         );
     }
 }

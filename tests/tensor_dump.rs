@@ -903,7 +903,7 @@ fn check_structure(d: &Dump, level: u8) {
     assert_eq!((s.dropped_records, s.truncated), (0, 0));
     assert_eq!(
         s.json_path,
-        d.tmp.path().join("tensor_dump/tensor_dump.json")
+        Some(d.tmp.path().join("tensor_dump/tensor_dump.json"))
     );
     assert!(!d
         .tmp
@@ -1067,7 +1067,18 @@ fn same_records(a: &Dump, b: &Dump, b_index: &HashMap<Key, &RecordJson>) {
         );
         let got = a.bytes(r);
         let full = b.bytes(o);
-        assert_eq!(full.len() as u64, full_size(o));
+        if o.kind == "tensor" {
+            assert_eq!(
+                full.len() as u64,
+                full_size(o),
+                "record {k:?}: reference payload"
+            );
+        } else {
+            assert!(
+                got.is_empty() && full.is_empty(),
+                "record {k:?}: scalar payload"
+            );
+        }
         assert_eq!(
             got,
             &full[..got.len()],
@@ -1144,7 +1155,29 @@ fn drop_policy_counts_every_loss_exactly() {
         );
         // Kept bytes are the real bytes (a prefix when truncated).
         same_records(&d, &reference, &ref_index);
-        // What the run reports (and prints on stderr) agrees with the manifest.
+        let s = d.report.dump.as_ref().unwrap();
+        assert_eq!(s.records, m.total_tensors);
+        if m.dropped_records > 0 {
+            dropped_runs += 1;
+        }
+    }
+    assert!(dropped_runs > 0, "a 256-byte arena with one queued buffer never dropped a record: the drop path was not exercised");
+}
+
+/// The loss figures the run reports — `RunReport::dump` (`DumpSummary`) and
+/// the `warning: dump lost data` line on stderr, which prints the same two
+/// numbers — must agree with the manifest's `dropped_records` and
+/// `truncated_tensors`: a record that was truncated and then dropped is one
+/// lost record, not two.
+#[test]
+fn drop_policy_reported_losses_agree_with_manifest() {
+    let (case, seed) = ("CaseSmall2", 4);
+    for attempt in 0..5 {
+        let d = run_pa(case, seed, |dir| {
+            dump_config(dir, DumpLevel::All, DumpPolicy::Drop, TINY_ARENA, 1)
+        })
+        .dump;
+        let m = &d.manifest;
         let s = d.report.dump.as_ref().unwrap();
         assert_eq!(s.records, m.total_tensors);
         assert_eq!(
@@ -1153,14 +1186,44 @@ fn drop_policy_counts_every_loss_exactly() {
         );
         assert_eq!(
             s.truncated, m.truncated_tensors,
-            "summary truncated vs manifest truncated_tensors (dropped_records {})",
-            m.dropped_records
+            "attempt {attempt}: the run reports {} truncated records (summary and stderr) but the manifest holds {} truncated records; {} records were dropped",
+            s.truncated, m.truncated_tensors, m.dropped_records
         );
         if m.dropped_records > 0 {
-            dropped_runs += 1;
+            return;
         }
     }
-    assert!(dropped_runs > 0, "a 256-byte arena with one queued buffer never dropped a record: the drop path was not exercised");
+    panic!("no run dropped a record: the drop path was not exercised");
+}
+
+/// With the kernel args dump on as well (`--dump-all --dump-policy drop`),
+/// the producers' batches also carry dispatch captures; the tensor dump's
+/// `dropped_records` must still count tensor-dump records only, so that
+/// present + dropped is the number a lossless run writes.
+#[test]
+fn drop_policy_counts_only_tensor_records_with_kernel_args_dump_on() {
+    let (case, seed) = ("CaseSmall2", 4);
+    let want = pa_default(case, seed).dump.manifest.total_tensors;
+    for attempt in 0..5 {
+        let d = run_pa(case, seed, |dir| DumpConfig {
+            kernel_args: true,
+            args: true,
+            ..dump_config(dir, DumpLevel::All, DumpPolicy::Drop, TINY_ARENA, 1)
+        })
+        .dump;
+        let m = &d.manifest;
+        assert_eq!(
+            m.dropped_records + m.total_tensors,
+            want,
+            "attempt {attempt}: dropped_records {} + present {} != {want} tensor-dump records of a lossless run",
+            m.dropped_records,
+            m.total_tensors
+        );
+        if m.dropped_records > 0 {
+            return;
+        }
+    }
+    panic!("no run dropped a record: the drop path was not exercised");
 }
 
 #[test]
@@ -1303,6 +1366,7 @@ fn case_large_every_task_once_per_stage_without_loss() {
         (0, 0, 0),
         "loss counters"
     );
+    check_structure(&r.dump, 2);
     let tasks = by_task(m);
     assert_eq!(tasks.len(), 65_536, "distinct task ids");
     assert_eq!(r.dump.report.tasks, 65_536);

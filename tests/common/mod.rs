@@ -116,11 +116,11 @@ pub fn dump_config(
     queue_buffers: usize,
 ) -> DumpConfig {
     DumpConfig {
-        dir: dir.to_path_buf(),
         level: Some(level),
         policy,
         arena_bytes,
         queue_buffers,
+        ..DumpConfig::new(dir)
     }
 }
 

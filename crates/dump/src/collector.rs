@@ -25,16 +25,22 @@ use std::{
 use crossbeam::channel::{self, Receiver, Sender};
 
 use crate::{
-    export::{write_manifest, write_record_json},
+    export::{
+        dispatch_json, orch_arg_json, write_args_dump, write_kernel_args_dump, write_manifest,
+        write_record_json,
+    },
     record::Record,
     DumpConfig, DumpError, Producer, Stage,
 };
 
-/// Records and the payload they point into.
+/// Records and the bytes they point into.
 #[derive(Debug, Default)]
 pub(crate) struct Batch {
     pub records: Vec<Record>,
+    /// Tensor payload, appended to `tensor_dump.bin` as is.
     pub arena: Vec<u8>,
+    /// Captured dispatch argument arrays (formatted, never written raw).
+    pub side: Vec<u8>,
 }
 
 /// What producers share.
@@ -56,6 +62,7 @@ impl Shared {
         self.free_rx.try_recv().unwrap_or_else(|_| Batch {
             records: Vec::with_capacity(self.record_cap),
             arena: Vec::with_capacity(self.cfg.arena_bytes.min(64 << 20)),
+            side: Vec::new(),
         })
     }
 
@@ -67,6 +74,7 @@ impl Shared {
 fn recycle(free: &Sender<Batch>, mut b: Batch, arena_bytes: usize) {
     b.records.clear();
     b.arena.clear();
+    b.side.clear();
     // A batch that carried an oversized tensor does not keep its memory.
     if b.arena.capacity() > arena_bytes {
         b.arena = Vec::with_capacity(arena_bytes);
@@ -88,7 +96,16 @@ pub(crate) struct Line {
 
 /// What the collector hands back.
 pub(crate) struct Collected {
+    /// Tensor-dump records.
     pub lines: Vec<Line>,
+    /// Orchestration arguments.
+    pub orch: Vec<crate::manifest::OrchArgJson>,
+    /// Dispatches: (dispatch id, range of `dispatch_json`).
+    pub dispatches: Vec<(u64, std::ops::Range<usize>)>,
+    /// Every dispatch's JSON, back to back.
+    pub dispatch_json: Vec<u8>,
+    /// Tensor and scalar slots over all dispatches.
+    pub dispatch_args: u64,
     /// Every record's JSON, back to back.
     pub json: Vec<u8>,
     pub bin_bytes: u64,
@@ -104,30 +121,47 @@ fn collector_main(
 ) -> Collected {
     let mut c = Collected {
         lines: Vec::new(),
+        orch: Vec::new(),
+        dispatches: Vec::new(),
+        dispatch_json: Vec::new(),
+        dispatch_args: 0,
         json: Vec::new(),
         bin_bytes: 0,
         io_error: None,
     };
     for batch in rx {
         let base = c.bin_bytes;
-        if c.io_error.is_none() {
+        if c.io_error.is_none() && !batch.arena.is_empty() {
             if let Err(e) = bin.write_all(&batch.arena) {
                 c.io_error = Some(format!("cannot write {}: {e}", bin_path.display()));
             }
         }
         c.bin_bytes += batch.arena.len() as u64;
-        for r in &batch.records {
-            let start = c.json.len();
-            write_record_json(&mut c.json, r, base);
-            c.lines.push(Line {
-                key: r.key(),
-                first: false,
-                json: start..c.json.len(),
-                stage: r.stage,
-                role: crate::record::role_name(r.role),
-                scalar: matches!(r.subject, crate::record::Subject::Scalar(_)),
-                truncated: r.truncated,
-            });
+        for rec in &batch.records {
+            match rec {
+                Record::Tensor(r) => {
+                    let start = c.json.len();
+                    write_record_json(&mut c.json, r, base);
+                    c.lines.push(Line {
+                        key: r.key(),
+                        first: false,
+                        json: start..c.json.len(),
+                        stage: r.stage,
+                        role: crate::record::role_name(r.role),
+                        scalar: matches!(r.subject, crate::record::Subject::Scalar(_)),
+                        truncated: r.truncated,
+                    });
+                }
+                Record::OrchArg(o) => c.orch.push(orch_arg_json(o)),
+                Record::Dispatch(d) => {
+                    let start = c.dispatch_json.len();
+                    let j = dispatch_json(d, &batch.side[d.side_offset as usize..]);
+                    c.dispatch_args += j.args.len() as u64;
+                    serde_json::to_writer(&mut c.dispatch_json, &j).expect("dispatch serializes");
+                    c.dispatches
+                        .push((d.dispatch_id, start..c.dispatch_json.len()));
+                }
+            }
         }
         recycle(&free, batch, arena_bytes);
     }
@@ -151,11 +185,17 @@ pub enum RunStatus {
 /// What was written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DumpSummary {
-    /// `tensor_dump.json`.
-    pub json_path: PathBuf,
+    /// `tensor_dump.json` (when the tensor dump was on).
+    pub json_path: Option<PathBuf>,
+    /// `args_dump.json` (when asked for).
+    pub args_path: Option<PathBuf>,
+    /// `kernel_args_dump.json` (when asked for).
+    pub kernel_args_path: Option<PathBuf>,
+    /// Dispatches recorded in the kernel args dump.
+    pub dispatches: u64,
     /// `tensor_dump.bin`.
     pub bin_path: PathBuf,
-    /// Records written.
+    /// Tensor-dump records written.
     pub records: u64,
     /// Payload bytes written.
     pub bin_bytes: u64,
@@ -257,17 +297,38 @@ impl DumpSession {
         if let Some(e) = collected.io_error.take() {
             return Err(DumpError::Write(e));
         }
-        let json_path = write_manifest(&self.cfg, &status, &mut collected, dropped)?;
+        let json_path = match self.cfg.level {
+            Some(_) => Some(write_manifest(&self.cfg, &status, &mut collected, dropped)?),
+            None => {
+                // No tensor dump asked for: no tensor files.
+                let _ = std::fs::remove_file(&self.bin_path);
+                None
+            }
+        };
+        let args_path = match self.cfg.args {
+            true => Some(write_args_dump(
+                &self.cfg,
+                std::mem::take(&mut collected.orch),
+            )?),
+            false => None,
+        };
+        let kernel_args_path = match self.cfg.kernel_args {
+            true => Some(write_kernel_args_dump(&self.cfg, &mut collected)?),
+            false => None,
+        };
         if dropped > 0 || truncated > 0 {
             eprintln!(
                 "warning: dump lost data ({} policy): {dropped} records dropped, {truncated} records truncated; see {}",
                 self.cfg.policy,
-                json_path.display()
+                self.cfg.dir.join(JSON_FILE).display()
             );
         }
         Ok(DumpSummary {
             json_path,
             bin_path: self.bin_path.clone(),
+            args_path,
+            kernel_args_path,
+            dispatches: collected.dispatches.len() as u64,
             records: collected.lines.len() as u64,
             bin_bytes: collected.bin_bytes,
             dropped_records: dropped,

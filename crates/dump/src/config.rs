@@ -97,10 +97,19 @@ pub struct DumpConfig {
     /// Full buffers that may wait for the collector; with the arena size
     /// this bounds dump memory.
     pub queue_buffers: usize,
+    /// Write `args_dump.json` (the orchestration's own arguments).
+    pub args: bool,
+    /// Write `kernel_args_dump.json` (every dispatch's argument array).
+    pub kernel_args: bool,
+    /// Workload name, recorded in `args_dump.json`.
+    pub workload: String,
+    /// Case name, recorded in `args_dump.json`.
+    pub case: String,
 }
 
 impl DumpConfig {
-    /// Level 2, block policy, 4 MiB arenas, 8 queued buffers.
+    /// Tensor dump at level 2, block policy, 4 MiB arenas, 8 queued
+    /// buffers; no args dumps.
     pub fn new(dir: impl Into<PathBuf>) -> DumpConfig {
         DumpConfig {
             dir: dir.into(),
@@ -108,6 +117,10 @@ impl DumpConfig {
             policy: DumpPolicy::Block,
             arena_bytes: 4 << 20,
             queue_buffers: 8,
+            args: false,
+            kernel_args: false,
+            workload: String::new(),
+            case: String::new(),
         }
     }
 }

@@ -10,8 +10,13 @@ use simpler_core::{DType, Scalar};
 
 use crate::{
     collector::{Collected, RunStatus, BIN_FILE, JSON_FILE},
-    manifest::{BinFormat, Manifest, ScalarValue, SCHEMA_VERSION},
-    record::{role_name, Record, Stage, Subject},
+    manifest::{
+        ArgsDump, BinFormat, ContextJson, DispatchJson, KernelArgsDump, Manifest, OrchArgJson,
+        ScalarValue, SlotJson, SCHEMA_VERSION,
+    },
+    record::{
+        role_name, DispatchRecord, OrchArgRecord, Stage, Subject, TensorRecord, CAPTURE_HEAD,
+    },
     DumpConfig, DumpError,
 };
 
@@ -69,7 +74,7 @@ fn push_bool(out: &mut Vec<u8>, v: bool) {
 /// string it writes is a fixed ASCII name or hex, so nothing needs escaping.
 /// Tests check it byte for byte against serde's serialization of the same
 /// record, and that it parses as [`crate::manifest::RecordJson`].
-pub(crate) fn write_record_json(out: &mut Vec<u8>, r: &Record, bin_base: u64) {
+pub(crate) fn write_record_json(out: &mut Vec<u8>, r: &TensorRecord, bin_base: u64) {
     out.extend_from_slice(b"{\"task_id\":\"");
     push_hex64(out, r.task_id.0);
     out.extend_from_slice(b"\",\"func_id\":");
@@ -146,6 +151,215 @@ pub fn write_atomic(
         .map_err(|e| DumpError::io(&tmp, e.into_error()))?;
     f.sync_all().map_err(|e| DumpError::io(&tmp, e))?;
     std::fs::rename(&tmp, path).map_err(|e| DumpError::io(path, e))
+}
+
+/// The `args_dump.json` entry of an orchestration argument.
+pub(crate) fn orch_arg_json(r: &OrchArgRecord) -> OrchArgJson {
+    match r.subject {
+        Subject::Tensor(t) => OrchArgJson {
+            arg_index: r.arg_index,
+            kind: "tensor".into(),
+            role: Some(role_name(r.role).into()),
+            dtype: t.dtype.name().into(),
+            shape: Some(t.shape().iter().map(|&x| u64::from(x)).collect()),
+            strides: Some(t.strides().iter().map(|&x| u64::from(x)).collect()),
+            start_offset: Some(t.start_offset),
+            addr: Some(hex64(t.addr)),
+            nbytes: Some(t.nbytes()),
+            value: None,
+            bits: None,
+        },
+        Subject::Scalar(s) => OrchArgJson {
+            arg_index: r.arg_index,
+            kind: "scalar".into(),
+            role: None,
+            dtype: s.dtype.name().into(),
+            shape: None,
+            strides: None,
+            start_offset: None,
+            addr: None,
+            nbytes: None,
+            value: Some(scalar_value(s)),
+            bits: Some(hex64(s.bits)),
+        },
+    }
+}
+
+/// The `kernel_args_dump.json` entry of a dispatch, decoded from the bytes
+/// captured in `side` (slots, contexts, descriptors).
+pub(crate) fn dispatch_json(d: &DispatchRecord, side: &[u8]) -> DispatchJson {
+    use simpler_core::abi::{ARG_SLOTS, GLOBAL_CONTEXT_SLOT, LOCAL_CONTEXT_SLOT};
+    use simpler_core::{abi::GlobalContext, abi::LocalContext, ChipTensor};
+    let slot = |i: usize| u64::from_le_bytes(side[8 * i..8 * i + 8].try_into().unwrap());
+    let nt = usize::from(d.n_tensors);
+    let mut args = Vec::with_capacity(nt + usize::from(d.n_scalars));
+    for i in 0..nt {
+        let o = CAPTURE_HEAD + i * ChipTensor::BYTES;
+        let desc_addr = Some(hex64(slot(i)));
+        args.push(
+            match ChipTensor::from_bytes(&side[o..o + ChipTensor::BYTES]) {
+                Ok(t) => SlotJson {
+                    arg_index: i as u32,
+                    kind: "tensor".into(),
+                    desc_addr,
+                    addr: Some(hex64(t.addr)),
+                    dtype: t.dtype.name().into(),
+                    ndims: Some(t.ndims),
+                    shape: Some(t.shape().iter().map(|&x| u64::from(x)).collect()),
+                    strides: Some(t.strides().iter().map(|&x| u64::from(x)).collect()),
+                    start_offset: Some(t.start_offset),
+                    is_contiguous: Some(t.is_contiguous),
+                    size: Some(t.size),
+                    owner_task_id: Some(hex64(t.owner_task_id.0)),
+                    version: Some(t.version),
+                    manual_dep: Some(t.manual_dep),
+                    address_space: Some(t.address_space),
+                    extent_elems: Some(t.extent_elems),
+                    bits: None,
+                    value: None,
+                },
+                // A slot that does not point at a valid descriptor is shown as
+                // such (dtype says why), never dropped.
+                Err(e) => SlotJson {
+                    arg_index: i as u32,
+                    kind: "tensor".into(),
+                    desc_addr,
+                    addr: None,
+                    dtype: format!("INVALID ({e})"),
+                    ndims: None,
+                    shape: None,
+                    strides: None,
+                    start_offset: None,
+                    is_contiguous: None,
+                    size: None,
+                    owner_task_id: None,
+                    version: None,
+                    manual_dep: None,
+                    address_space: None,
+                    extent_elems: None,
+                    bits: None,
+                    value: None,
+                },
+            },
+        );
+    }
+    for j in 0..usize::from(d.n_scalars) {
+        let i = nt + j;
+        let s = Scalar {
+            bits: slot(i),
+            dtype: d.scalar_dtypes[j],
+        };
+        args.push(SlotJson {
+            arg_index: i as u32,
+            kind: "scalar".into(),
+            desc_addr: None,
+            addr: None,
+            dtype: s.dtype.name().into(),
+            ndims: None,
+            shape: None,
+            strides: None,
+            start_offset: None,
+            is_contiguous: None,
+            size: None,
+            owner_task_id: None,
+            version: None,
+            manual_dep: None,
+            address_space: None,
+            extent_elems: None,
+            bits: Some(hex64(s.bits)),
+            value: Some(scalar_value(s)),
+        });
+    }
+    let ctx8 = |o: usize| -> [u8; 8] { side[o..o + 8].try_into().unwrap() };
+    let lc = LocalContext::from_bytes(ctx8(ARG_SLOTS * 8));
+    let gc = GlobalContext::from_bytes(ctx8(ARG_SLOTS * 8 + 8));
+    DispatchJson {
+        dispatch_id: d.dispatch_id,
+        task_id: hex64(d.task_id.0),
+        func_id: d.func_id,
+        subtask_id: d.subtask.id(),
+        subtask: d.subtask.name().into(),
+        core_type: d.subtask.core_type().name().into(),
+        core_id: d.core_id,
+        block_idx: d.block_idx,
+        block_num: d.block_num,
+        stage: "before_dispatch".into(),
+        args_addr: Some(hex64(d.args_addr)),
+        args,
+        context: vec![
+            ContextJson {
+                arg_index: LOCAL_CONTEXT_SLOT as u32,
+                kind: "local_context".into(),
+                addr: hex64(slot(LOCAL_CONTEXT_SLOT)),
+                block_idx: Some(lc.block_idx),
+                block_num: Some(lc.block_num),
+                sub_block_id: None,
+            },
+            ContextJson {
+                arg_index: GLOBAL_CONTEXT_SLOT as u32,
+                kind: "global_context".into(),
+                addr: hex64(slot(GLOBAL_CONTEXT_SLOT)),
+                block_idx: None,
+                block_num: None,
+                sub_block_id: Some(gc.sub_block_id),
+            },
+        ],
+    }
+}
+
+/// File name of the orchestration args dump.
+pub const ARGS_FILE: &str = "args_dump.json";
+/// File name of the kernel args dump.
+pub const KERNEL_ARGS_FILE: &str = "kernel_args_dump.json";
+
+/// Write `args_dump.json`.
+pub(crate) fn write_args_dump(
+    cfg: &DumpConfig,
+    mut args: Vec<OrchArgJson>,
+) -> Result<PathBuf, DumpError> {
+    args.sort_by_key(|a| a.arg_index);
+    let doc = ArgsDump {
+        schema_version: SCHEMA_VERSION,
+        workload: cfg.workload.clone(),
+        case: cfg.case.clone(),
+        total_args: args.len() as u64,
+        args,
+    };
+    let path = cfg.dir.join(ARGS_FILE);
+    write_atomic(&path, |w| {
+        serde_json::to_writer_pretty(&mut *w, &doc).map_err(std::io::Error::other)?;
+        w.write_all(b"\n")
+    })?;
+    Ok(path)
+}
+
+/// Write `kernel_args_dump.json` from pre-formatted dispatch entries.
+pub(crate) fn write_kernel_args_dump(
+    cfg: &DumpConfig,
+    c: &mut Collected,
+) -> Result<PathBuf, DumpError> {
+    c.dispatches.sort_unstable_by_key(|d| d.0);
+    let head = KernelArgsDump {
+        schema_version: SCHEMA_VERSION,
+        total_dispatches: c.dispatches.len() as u64,
+        total_args: c.dispatch_args,
+        dispatches: vec![],
+    };
+    let head = serde_json::to_string_pretty(&head).expect("header serializes");
+    let head = head
+        .strip_suffix("\"dispatches\": []\n}")
+        .expect("dispatches is the last field");
+    let path = cfg.dir.join(KERNEL_ARGS_FILE);
+    write_atomic(&path, |w| {
+        w.write_all(head.as_bytes())?;
+        w.write_all(b"\"dispatches\": [")?;
+        for (i, (_, r)) in c.dispatches.iter().enumerate() {
+            w.write_all(if i == 0 { b"\n    " } else { b",\n    " })?;
+            w.write_all(&c.dispatch_json[r.clone()])?;
+        }
+        w.write_all(b"\n  ]\n}\n")
+    })?;
+    Ok(path)
 }
 
 /// Slices per vectored write (well under the usual IOV_MAX of 1024).
@@ -239,8 +453,8 @@ mod tests {
     use crate::manifest::RecordJson;
     use simpler_core::{ArgRole, ChipTensor, TaskId};
 
-    fn rec(subject: Subject) -> Record {
-        Record {
+    fn rec(subject: Subject) -> TensorRecord {
+        TensorRecord {
             task_id: TaskId::new(2, 5),
             func_ids: [3, 0, 0],
             n_funcs: 1,
@@ -255,7 +469,7 @@ mod tests {
     }
 
     /// The reference serialization: serde over the wire type.
-    fn via_serde(r: &Record, base: u64) -> Vec<u8> {
+    fn via_serde(r: &TensorRecord, base: u64) -> Vec<u8> {
         let j = match r.subject {
             Subject::Tensor(t) => RecordJson {
                 task_id: hex64(r.task_id.0),

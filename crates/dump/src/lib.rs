@@ -27,5 +27,6 @@ pub mod view;
 pub use collector::{DumpSession, DumpSummary, RunStatus, BIN_FILE, JSON_FILE};
 pub use config::{DumpConfig, DumpLevel, DumpPolicy};
 pub use error::DumpError;
-pub use producer::{Producer, TaskView};
-pub use record::{role_name, Record, Stage, Subject};
+pub use export::{ARGS_FILE, KERNEL_ARGS_FILE};
+pub use producer::{DispatchView, Producer, TaskView};
+pub use record::{role_name, DispatchRecord, OrchArgRecord, Record, Stage, Subject, TensorRecord};

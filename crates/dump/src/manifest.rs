@@ -222,3 +222,174 @@ mod tests {
         assert!(serde_json::from_str::<ScalarValue>("\"x\"").is_err());
     }
 }
+
+/// `args_dump.json`: the orchestration's own arguments, metadata only.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArgsDump {
+    /// Format version.
+    pub schema_version: u32,
+    /// Workload name.
+    pub workload: String,
+    /// Case name.
+    pub case: String,
+    /// Entries in `args`.
+    pub total_args: u64,
+    /// The arguments in order.
+    pub args: Vec<OrchArgJson>,
+}
+
+/// One orchestration argument.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OrchArgJson {
+    /// Position in the orchestration's argument list.
+    pub arg_index: u32,
+    /// `tensor` or `scalar`.
+    pub kind: String,
+    /// `input`, `output` or `inout` (tensors).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// Element type, UPPERCASE.
+    pub dtype: String,
+    /// Shape (tensors).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<Vec<u64>>,
+    /// Strides in elements (tensors).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strides: Option<Vec<u64>>,
+    /// View offset in elements (tensors).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_offset: Option<u64>,
+    /// GM address of the buffer (tensors), hex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub addr: Option<String>,
+    /// Bytes of the view (tensors).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nbytes: Option<u64>,
+    /// Exact value (scalars).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<ScalarValue>,
+    /// Raw 64-bit slot bits (scalars), hex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bits: Option<String>,
+}
+
+/// `kernel_args_dump.json`: every dispatch's argument array.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelArgsDump {
+    /// Format version.
+    pub schema_version: u32,
+    /// Entries in `dispatches`.
+    pub total_dispatches: u64,
+    /// Tensor and scalar slots over all dispatches (contexts not counted).
+    pub total_args: u64,
+    /// In `dispatch_id` order.
+    pub dispatches: Vec<DispatchJson>,
+}
+
+/// One dispatch: its identity and the slots the kernel saw.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DispatchJson {
+    /// Unique, increasing per run.
+    pub dispatch_id: u64,
+    /// Task, hex.
+    pub task_id: String,
+    /// Kernel of this member.
+    pub func_id: u32,
+    /// 0 aic, 1 aiv0, 2 aiv1.
+    pub subtask_id: u32,
+    /// `aic`, `aiv0` or `aiv1`.
+    pub subtask: String,
+    /// `aic` or `aiv`.
+    pub core_type: String,
+    /// Core id.
+    pub core_id: u32,
+    /// Block index.
+    pub block_idx: u32,
+    /// Blocks of the task.
+    pub block_num: u32,
+    /// Always `before_dispatch`: captured after the payload was written.
+    pub stage: String,
+    /// GM address of slot 0, hex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args_addr: Option<String>,
+    /// Tensor and scalar slots in slot order.
+    pub args: Vec<SlotJson>,
+    /// Slots 48 and 49.
+    pub context: Vec<ContextJson>,
+}
+
+/// One tensor or scalar slot of a dispatch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SlotJson {
+    /// Slot index.
+    pub arg_index: u32,
+    /// `tensor` or `scalar`.
+    pub kind: String,
+    /// GM address of the 128-byte descriptor (the slot's content), hex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub desc_addr: Option<String>,
+    /// Descriptor `addr`: the buffer, hex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub addr: Option<String>,
+    /// Element type (scalars: as declared; `UINT64` when unknown).
+    pub dtype: String,
+    /// Descriptor `ndims`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ndims: Option<u32>,
+    /// Descriptor shape.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<Vec<u64>>,
+    /// Descriptor strides (elements).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strides: Option<Vec<u64>>,
+    /// Descriptor `start_offset` (elements).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_offset: Option<u64>,
+    /// Descriptor `is_contiguous`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_contiguous: Option<bool>,
+    /// Descriptor `size`: bytes of the underlying buffer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// Descriptor `owner_task_id`, hex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner_task_id: Option<String>,
+    /// Descriptor `version`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<i32>,
+    /// Descriptor `manual_dep`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manual_dep: Option<bool>,
+    /// Descriptor `address_space`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address_space: Option<u8>,
+    /// Descriptor `extent_elems`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extent_elems: Option<u64>,
+    /// Raw slot bits (scalars), hex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bits: Option<String>,
+    /// Exact value (scalars).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<ScalarValue>,
+}
+
+/// Slot 48 or 49 and what it points at.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContextJson {
+    /// 48 or 49.
+    pub arg_index: u32,
+    /// `local_context` or `global_context`.
+    pub kind: String,
+    /// GM address of the context, hex.
+    pub addr: String,
+    /// Local context: block index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_idx: Option<i32>,
+    /// Local context: block count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_num: Option<i32>,
+    /// Global context: 0 for AIC/AIV0, 1 for AIV1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sub_block_id: Option<i32>,
+}

@@ -9,11 +9,15 @@ use std::sync::{atomic::Ordering, Arc};
 
 use crossbeam::channel::TrySendError;
 use simpler_chip::Gm;
-use simpler_core::{ChipTensor, TaskId, TaskScalar, TaskTensor};
+use simpler_core::{
+    abi::{ARG_SLOTS, GLOBAL_CONTEXT_SLOT, LOCAL_CONTEXT_SLOT, MAX_SCALARS},
+    topology::Subtask,
+    ArgRole, ChipTensor, DType, TaskId, TaskScalar, TaskTensor,
+};
 
 use crate::{
     collector::{Batch, Shared},
-    record::{Record, Stage, Subject},
+    record::{DispatchRecord, OrchArgRecord, Record, Stage, Subject, TensorRecord, CAPTURE_HEAD},
     DumpPolicy,
 };
 
@@ -28,6 +32,34 @@ pub struct TaskView<'a> {
     pub tensors: &'a [TaskTensor],
     /// Scalar arguments in slot order (after the tensors).
     pub scalars: &'a [TaskScalar],
+}
+
+/// Most bytes one dispatch capture takes in the side buffer.
+const MAX_CAPTURE: usize = CAPTURE_HEAD + simpler_core::abi::MAX_TENSORS * ChipTensor::BYTES;
+
+/// One dispatch as the scheduler sees it when it has written the payload.
+#[derive(Debug, Clone, Copy)]
+pub struct DispatchView<'a> {
+    /// Unique, increasing per run.
+    pub dispatch_id: u64,
+    /// Task.
+    pub task_id: TaskId,
+    /// Kernel of this member.
+    pub func_id: u32,
+    /// Cluster member.
+    pub subtask: Subtask,
+    /// Core.
+    pub core_id: u32,
+    /// Block index.
+    pub block_idx: u32,
+    /// Blocks of the task.
+    pub block_num: u32,
+    /// GM address of slot 0.
+    pub args_addr: u64,
+    /// Tensor slots.
+    pub n_tensors: usize,
+    /// Declared dtype of each scalar slot.
+    pub scalar_dtypes: &'a [DType],
 }
 
 /// A scheduler thread's handle on the dump.
@@ -69,7 +101,7 @@ impl Producer {
         let mut func_ids = [0u32; 3];
         let n_funcs = task.func_ids.len().min(3);
         func_ids[..n_funcs].copy_from_slice(&task.func_ids[..n_funcs]);
-        let base = Record {
+        let base = TensorRecord {
             task_id: task.task_id,
             func_ids,
             n_funcs: n_funcs as u8,
@@ -85,7 +117,7 @@ impl Producer {
             if !stage.takes(t.role) || !level.records(t.marked) {
                 continue;
             }
-            let rec = Record {
+            let rec = TensorRecord {
                 role: t.role,
                 arg_index: i as u32,
                 subject: Subject::Tensor(t.desc),
@@ -99,7 +131,7 @@ impl Producer {
                 if !level.records(s.marked) {
                     continue;
                 }
-                let rec = Record {
+                let rec = TensorRecord {
                     arg_index: nt + j as u32,
                     subject: Subject::Scalar(s.scalar),
                     ..base
@@ -113,19 +145,27 @@ impl Producer {
     /// the current batch to the collector when it is full. A tensor larger
     /// than the arena gets a batch of its own (block policy).
     fn make_room(&mut self, payload: usize) {
+        let cap = self.shared.cfg.arena_bytes;
         let fits = self.batch.records.len() < self.shared.record_cap
-            && self.batch.arena.len() + payload <= self.shared.cfg.arena_bytes;
+            && self.batch.arena.len() + payload <= cap
+            && self.batch.side.len() + MAX_CAPTURE <= cap.max(MAX_CAPTURE);
         if !fits && !self.batch.records.is_empty() {
             self.flush();
         }
     }
 
-    fn push_scalar(&mut self, rec: Record) {
+    fn push_scalar(&mut self, rec: TensorRecord) {
         self.make_room(0);
-        self.batch.records.push(rec);
+        self.batch.records.push(Record::Tensor(rec));
     }
 
-    fn push_tensor(&mut self, mut rec: Record, view: &ChipTensor, with_payload: bool, gm: &Gm) {
+    fn push_tensor(
+        &mut self,
+        mut rec: TensorRecord,
+        view: &ChipTensor,
+        with_payload: bool,
+        gm: &Gm,
+    ) {
         let full = if with_payload {
             view.nbytes() as usize
         } else {
@@ -154,7 +194,69 @@ impl Producer {
         if rec.truncated {
             self.shared.truncated.fetch_add(1, Ordering::Relaxed);
         }
-        self.batch.records.push(rec);
+        self.batch.records.push(Record::Tensor(rec));
+    }
+
+    /// Record one argument of the orchestration (metadata only).
+    pub fn orch_arg(&mut self, arg_index: u32, role: ArgRole, subject: Subject) {
+        if !self.shared.cfg.args {
+            return;
+        }
+        self.make_room(0);
+        self.batch.records.push(Record::OrchArg(OrchArgRecord {
+            arg_index,
+            role,
+            subject,
+        }));
+    }
+
+    /// Capture the argument array of one dispatch from GM, right after the
+    /// scheduler wrote it: the 50 slots, the contexts behind slots 48/49 and
+    /// the descriptor behind every tensor slot — the bytes the kernel will
+    /// read, not a recomputation.
+    pub fn dispatch(&mut self, d: &DispatchView<'_>, gm: &Gm) {
+        if !self.shared.cfg.kernel_args {
+            return;
+        }
+        self.make_room(0);
+        let side = &mut self.batch.side;
+        let start = side.len();
+        let n_tensors = d.n_tensors.min(simpler_core::abi::MAX_TENSORS);
+        side.resize(start + CAPTURE_HEAD + n_tensors * ChipTensor::BYTES, 0);
+        let buf = &mut side[start..];
+        // A failed read leaves zeros, which the manifest then shows.
+        let _ = gm.read(d.args_addr, &mut buf[..ARG_SLOTS * 8]);
+        let slot =
+            |buf: &[u8], i: usize| u64::from_le_bytes(buf[8 * i..8 * i + 8].try_into().unwrap());
+        let (l, g) = (
+            slot(buf, LOCAL_CONTEXT_SLOT),
+            slot(buf, GLOBAL_CONTEXT_SLOT),
+        );
+        let _ = gm.read(l, &mut buf[ARG_SLOTS * 8..ARG_SLOTS * 8 + 8]);
+        let _ = gm.read(g, &mut buf[ARG_SLOTS * 8 + 8..CAPTURE_HEAD]);
+        for i in 0..n_tensors {
+            let at = slot(buf, i);
+            let o = CAPTURE_HEAD + i * ChipTensor::BYTES;
+            let _ = gm.read(at, &mut buf[o..o + ChipTensor::BYTES]);
+        }
+        let mut scalar_dtypes = [DType::Uint64; MAX_SCALARS];
+        for (dst, src) in scalar_dtypes.iter_mut().zip(d.scalar_dtypes) {
+            *dst = *src;
+        }
+        self.batch.records.push(Record::Dispatch(DispatchRecord {
+            dispatch_id: d.dispatch_id,
+            task_id: d.task_id,
+            func_id: d.func_id,
+            subtask: d.subtask,
+            core_id: d.core_id,
+            block_idx: d.block_idx,
+            block_num: d.block_num,
+            args_addr: d.args_addr,
+            n_tensors: n_tensors as u8,
+            n_scalars: d.scalar_dtypes.len().min(MAX_SCALARS) as u8,
+            scalar_dtypes,
+            side_offset: start as u64,
+        }));
     }
 
     /// Hand the current batch to the collector. In drop mode, when the

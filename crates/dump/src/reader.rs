@@ -1279,7 +1279,7 @@ mod tests {
 
     #[test]
     fn elements_format_exactly() {
-        let b = bf16::from_f32(0.369_140_625).to_le_bytes();
+        let b = bf16::from_bits(0x3ebd).to_le_bytes(); // 0.369140625
         assert_eq!(format_element(&b, DType::Bfloat16, 0), "0.369140625");
         let f = 0.1f32.to_le_bytes();
         assert_eq!(format_element(&f, DType::Float32, 0), "0.1");

@@ -1,6 +1,6 @@
 //! Fixed-size records producers append.
 
-use simpler_core::{ArgRole, ChipTensor, DType, Scalar, TaskId};
+use simpler_core::{topology::Subtask, ArgRole, ChipTensor, DType, Scalar, TaskId};
 
 /// When a record was taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -59,9 +59,9 @@ pub enum Subject {
     Scalar(Scalar),
 }
 
-/// One record, with its payload's place in the producer's arena.
+/// One tensor-dump record, with its payload's place in the producer's arena.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Record {
+pub struct TensorRecord {
     /// Task.
     pub task_id: TaskId,
     /// Func ids of the task's members (MIX: up to three).
@@ -84,7 +84,7 @@ pub struct Record {
     pub truncated: bool,
 }
 
-impl Record {
+impl TensorRecord {
     /// Element type of the subject.
     pub fn dtype(&self) -> DType {
         match self.subject {
@@ -102,4 +102,61 @@ impl Record {
             role_rank(self.role),
         )
     }
+}
+
+/// One argument of the orchestration itself (`args_dump.json`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OrchArgRecord {
+    /// Position in the orchestration's argument list.
+    pub arg_index: u32,
+    /// Declared use (tensors).
+    pub role: ArgRole,
+    /// Tensor or scalar.
+    pub subject: Subject,
+}
+
+/// One dispatch's argument array, captured from GM after the scheduler
+/// wrote it (`kernel_args_dump.json`). The captured bytes live in the
+/// batch's side buffer: the 50 slots, the two contexts, then one 128-byte
+/// descriptor per tensor slot, each read from the address in its slot.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DispatchRecord {
+    /// Unique, increasing per run.
+    pub dispatch_id: u64,
+    /// Task.
+    pub task_id: TaskId,
+    /// Kernel of this member.
+    pub func_id: u32,
+    /// Cluster member it ran as.
+    pub subtask: Subtask,
+    /// Core it ran on.
+    pub core_id: u32,
+    /// Block index.
+    pub block_idx: u32,
+    /// Blocks of the task.
+    pub block_num: u32,
+    /// GM address of slot 0.
+    pub args_addr: u64,
+    /// Tensor slots.
+    pub n_tensors: u8,
+    /// Scalar slots (after the tensors).
+    pub n_scalars: u8,
+    /// Declared dtype of each scalar.
+    pub scalar_dtypes: [DType; simpler_core::abi::MAX_SCALARS],
+    /// Offset of the captured bytes in the side buffer.
+    pub side_offset: u64,
+}
+
+/// Bytes captured per dispatch before the descriptors: slots and contexts.
+pub const CAPTURE_HEAD: usize = simpler_core::abi::ARG_SLOTS * 8 + 16;
+
+/// Any record a producer appends.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Record {
+    /// A task's tensor or scalar (`tensor_dump.json`).
+    Tensor(TensorRecord),
+    /// An orchestration argument (`args_dump.json`).
+    OrchArg(OrchArgRecord),
+    /// A dispatch's argument array (`kernel_args_dump.json`).
+    Dispatch(DispatchRecord),
 }

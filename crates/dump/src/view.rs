@@ -40,7 +40,7 @@ impl Filter {
     /// True when the record passes every set field.
     pub fn matches(&self, r: &Record) -> bool {
         self.task.is_none_or_eq(r.task_id)
-            && self.func.map_or(true, |f| r.func_ids.contains(&f))
+            && self.func.is_none_or(|f| r.func_ids.contains(&f))
             && self.stage.is_none_or_eq(r.stage)
             && self.role.is_none_or_eq(r.role)
             && self.kind.is_none_or_eq(r.kind)
@@ -119,7 +119,7 @@ trait OptEq<T> {
 
 impl<T: PartialEq> OptEq<T> for Option<T> {
     fn is_none_or_eq(&self, v: T) -> bool {
-        self.as_ref().map_or(true, |x| *x == v)
+        self.as_ref().is_none_or(|x| *x == v)
     }
 }
 

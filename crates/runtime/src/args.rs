@@ -214,8 +214,9 @@ impl TaskArgs {
 /// One argument of the orchestration itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OrchArg {
-    /// A tensor in GM.
-    Tensor(Tensor),
+    /// A tensor in GM and how the orchestration uses it (`input`,
+    /// `output` or `inout`; shown in `args_dump.json`).
+    Tensor(Tensor, ArgRole),
     /// A scalar.
     Scalar(Scalar),
 }
@@ -233,9 +234,21 @@ impl OrchArgs {
         OrchArgs::default()
     }
 
-    /// Append a tensor.
+    /// Append a tensor the orchestration reads.
     pub fn tensor(mut self, t: Tensor) -> OrchArgs {
-        self.args.push(OrchArg::Tensor(t));
+        self.args.push(OrchArg::Tensor(t, ArgRole::Input));
+        self
+    }
+
+    /// Append a tensor the orchestration writes (a result).
+    pub fn output(mut self, t: Tensor) -> OrchArgs {
+        self.args.push(OrchArg::Tensor(t, ArgRole::Output));
+        self
+    }
+
+    /// Append a tensor the orchestration reads and writes.
+    pub fn inout(mut self, t: Tensor) -> OrchArgs {
+        self.args.push(OrchArg::Tensor(t, ArgRole::InOut));
         self
     }
 
@@ -253,7 +266,7 @@ impl OrchArgs {
         self.args
             .iter()
             .filter_map(|a| match a {
-                OrchArg::Tensor(t) => Some(*t),
+                OrchArg::Tensor(t, _) => Some(*t),
                 _ => None,
             })
             .nth(i)

@@ -28,7 +28,7 @@
 //! ).unwrap();
 //! let x = rt.upload_pod(&[1.0f32; 8], &[8], DType::Float32).unwrap();
 //! let out = rt.alloc_tensor(&[8], DType::Float32).unwrap();
-//! rt.run(&OrchArgs::new().tensor(x).tensor(out), |o, a| {
+//! rt.run(&OrchArgs::new().tensor(x).output(out), |o, a| {
 //!     let y = o.submit(Kernels::Aiv(0), TaskArgs::new().input(&a.tensor_at(0)?)
 //!         .output(TensorInfo::new(&[8], DType::Float32)).scalar_f32(1.0))?.outputs[0];
 //!     o.submit(Kernels::Aiv(0), TaskArgs::new().input(&y).output_existing(&a.tensor_at(1)?).scalar_f32(2.0))?;

@@ -10,7 +10,7 @@ use simpler_chip::Gm;
 use simpler_core::{ChipTensor, DType};
 
 use crate::{
-    scheduler::Chip, KernelDef, KernelRegistry, OrchArgs, Orchestrator, RuntimeConfig,
+    scheduler::Chip, KernelDef, KernelRegistry, OrchArg, OrchArgs, Orchestrator, RuntimeConfig,
     RuntimeError, Tensor,
 };
 
@@ -186,6 +186,9 @@ impl Runtime {
             dump.as_ref(),
         )?;
         let shared = chip.shared.clone();
+        if let Some(d) = &dump {
+            record_orch_args(d, args);
+        }
         let mut o = Orchestrator::new(
             shared.clone(),
             &self.registry,
@@ -233,5 +236,21 @@ impl Runtime {
             wall: start.elapsed(),
             dump,
         })
+    }
+}
+
+/// The orchestration's own arguments, through the same dump pipeline
+/// (the orchestrator thread is the producer).
+fn record_orch_args(d: &simpler_dump::DumpSession, args: &OrchArgs) {
+    let mut p = d.producer();
+    for (i, a) in args.args.iter().enumerate() {
+        let (role, subject) = match *a {
+            OrchArg::Tensor(t, role) => (role, simpler_dump::Subject::Tensor(*t.desc())),
+            OrchArg::Scalar(s) => (
+                simpler_core::ArgRole::Input,
+                simpler_dump::Subject::Scalar(s),
+            ),
+        };
+        p.orch_arg(i as u32, role, subject);
     }
 }

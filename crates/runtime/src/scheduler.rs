@@ -110,6 +110,8 @@ pub(crate) struct Shared {
     shutdown: AtomicBool,
     force: AtomicBool,
     pub counters: Counters,
+    /// Next dispatch id (unique, increasing per run).
+    dispatch_seq: AtomicU64,
 }
 
 impl Shared {
@@ -371,6 +373,28 @@ impl Worker {
             )));
             return;
         }
+        if let Some(p) = &mut self.producer {
+            // Captured from GM after the write: the very array the core reads.
+            let mut dtypes = [simpler_core::DType::Uint64; simpler_core::abi::MAX_SCALARS];
+            for (d, s) in dtypes.iter_mut().zip(&task.scalars) {
+                *d = s.scalar.dtype;
+            }
+            p.dispatch(
+                &simpler_dump::DispatchView {
+                    dispatch_id: self.shared.dispatch_seq.fetch_add(1, Ordering::Relaxed),
+                    task_id: task.id,
+                    func_id: member.func_id,
+                    subtask,
+                    core_id: core.id,
+                    block_idx: item.block,
+                    block_num: task.block_num,
+                    args_addr: base,
+                    n_tensors: task.tensors.len(),
+                    scalar_dtypes: &dtypes[..task.scalars.len()],
+                },
+                &self.shared.gm,
+            );
+        }
         core.inflight += 1;
         self.shared
             .counters
@@ -541,6 +565,7 @@ impl Chip {
             shutdown: AtomicBool::new(false),
             force: AtomicBool::new(false),
             counters: Counters::default(),
+            dispatch_seq: AtomicU64::new(0),
         });
         let mut core_threads = Vec::new();
         let mut sched_threads_h = Vec::new();
@@ -625,12 +650,5 @@ impl Chip {
             }
             let _ = self.shared.gm.free(self.payload_base);
         }
-    }
-}
-
-impl CoreLink {
-    #[allow(dead_code)]
-    fn id(&self) -> u32 {
-        self.id
     }
 }

@@ -177,7 +177,7 @@ pub fn run_n(n: u32, seed: u64, rt: &Runtime) -> Result<Run, RuntimeError> {
     let inputs = Inputs::generate(n, seed);
     let x = rt.upload_pod(&inputs.x, &[n, ROW], DType::Float32)?;
     let y = rt.alloc_tensor(&[n, ROW], DType::Float32)?;
-    let report = rt.run(&OrchArgs::new().tensor(x).tensor(y), orchestrate)?;
+    let report = rt.run(&OrchArgs::new().tensor(x).output(y), orchestrate)?;
     let y: Vec<f32> = rt.download_pod(&y)?;
     let golden = inputs.check(&y);
     Ok(Run { report, y, golden })

@@ -324,9 +324,9 @@ pub fn run_seed(seed: u64, rt: &Runtime) -> Result<Run, RuntimeError> {
         .tensor(b)
         .tensor(x)
         .tensor(y)
-        .tensor(c)
-        .tensor(d)
-        .tensor(e);
+        .output(c)
+        .output(d)
+        .output(e);
     let report = rt.run(&args, orchestrate)?;
     let outputs = Outputs {
         c: rt.download_pod(&c)?,

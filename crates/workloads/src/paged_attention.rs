@@ -235,7 +235,7 @@ impl Inputs {
             .tensor(value)
             .tensor(table)
             .tensor(lens)
-            .tensor(out)
+            .output(out)
             .scalar(Scalar::f32(self.scale));
         Ok((args, out))
     }

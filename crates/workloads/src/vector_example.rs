@@ -230,7 +230,7 @@ impl Workload for VectorExample {
         let a = rt.upload_pod(&inputs.a, &[LEN], DType::Float32)?;
         let b = rt.upload_pod(&inputs.b, &[LEN], DType::Float32)?;
         let f = rt.alloc_tensor(&[LEN], DType::Float32)?;
-        let args = OrchArgs::new().tensor(a).tensor(b).tensor(f);
+        let args = OrchArgs::new().tensor(a).tensor(b).output(f);
         let report = rt.run(&args, orchestrate)?;
         let out: Vec<f32> = rt.download_pod(&f)?;
         // Golden from what was actually uploaded.

@@ -1,0 +1,50 @@
+//! Insight trace replay (DESIGN §8): time one kernel dispatch instruction by
+//! instruction and export traces that MindStudio Insight and Perfetto open.
+//!
+//! - [`timing`] is the pipe timing model: [`TimingParams`] (one documented
+//!   table per arch profile) turns a core's [`InstrRecord`](simpler_isa::InstrRecord)s into start/end
+//!   cycles ([`simulate_core`]), with in-order pipes running in parallel and
+//!   RAW/WAR/WAW hazards on local-buffer bytes; [`simulate`] puts the
+//!   [`SubCore`]s of a MIX cluster on one time base.
+//! - [`export`] writes the `simulator/` tree (Chrome `trace.json` per run
+//!   and per sub-core, `_instr_exe.csv`, `_code_exe.csv`) and the
+//!   `<label>_trace_perfetto.json`, and returns an [`ExportSummary`] whose
+//!   [`render_text`](ExportSummary::render_text) is what the CLI prints.
+//! - [`bench`] measures the simulator's instructions per second for
+//!   `simpler bench replay`.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use simpler_chip::{ArchProfile, BufKind, Gm};
+//! use simpler_core::{topology::{CoreType, Subtask}, ChipTensor, DType};
+//! use simpler_isa::{Core, Pipe};
+//! use simpler_replay::{export_trace, SubCore, TimingParams};
+//!
+//! let gm = Arc::new(Gm::new(1 << 20).unwrap());
+//! let addr = gm.alloc(4096).unwrap();
+//! let t = ChipTensor::contiguous(addr, &[32, 32], DType::Float32);
+//! let mut core = Core::new(8, CoreType::Aiv, &ArchProfile::a2a3(), gm.clone());
+//! let x = core.alloc_tile(BufKind::Ub, 32, 32, DType::Float32).unwrap();
+//! core.start_recording();
+//! core.tload(x, &t).unwrap();
+//! core.texp(x, x).unwrap();
+//! core.tstore(&t, x).unwrap();
+//! let cores = [SubCore::new(0, Subtask::Aiv0, core.take_records())];
+//!
+//! let out = tempfile::tempdir().unwrap();
+//! let summary = export_trace(out.path(), "example", &TimingParams::a2a3(), &cores).unwrap();
+//! assert!(summary.simulator_dir.join("core0.veccore0/trace.json").exists());
+//! assert_eq!(summary.bottleneck.unwrap().pipe, Pipe::Mte2);
+//! print!("{}", summary.render_text());
+//! ```
+#![deny(missing_docs)]
+
+pub mod bench;
+pub mod export;
+mod subcore;
+pub mod timing;
+
+pub use export::{export_trace, write_trace, ExportError, ExportSummary};
+
+pub use subcore::SubCore;
+pub use timing::{simulate, simulate_core, TimingParams};

@@ -1,0 +1,408 @@
+//! Orchestrator args dump and per-dispatch kernel args dump: what
+//! `args_dump.json` and `kernel_args_dump.json` say matches what the
+//! orchestration passed and what every core actually read.
+
+use std::path::Path;
+
+use simpler_core::{
+    abi::{GLOBAL_CONTEXT_SLOT, LOCAL_CONTEXT_SLOT},
+    topology::{locate, CoreType, Subtask},
+    ChipTensor, DType, KernelError,
+};
+use simpler_dump::{
+    manifest::{ArgsDump, DispatchJson, KernelArgsDump, ScalarValue},
+    DumpConfig,
+};
+use simpler_isa::{Args, Core, KResult};
+use simpler_runtime::{KernelDef, Kernels, OrchArgs, Runtime, RuntimeConfig, Scalar, TaskArgs};
+
+fn dump_config(dir: &Path, workload: &str, case: &str) -> DumpConfig {
+    let mut d = DumpConfig::new(dir.join("tensor_dump"));
+    d.level = None;
+    d.args = true;
+    d.kernel_args = true;
+    d.workload = workload.into();
+    d.case = case.into();
+    d
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(p: &Path) -> T {
+    serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
+}
+
+/// A value read back from JSON: floats come back as f64, integers as ints.
+fn value_f64(v: Option<ScalarValue>) -> f64 {
+    match v.expect("a value") {
+        ScalarValue::F32(x) => f64::from(x),
+        ScalarValue::F64(x) => x,
+        ScalarValue::Int(i) => i as f64,
+        ScalarValue::UInt(u) => u as f64,
+    }
+}
+
+fn hex(s: &str) -> u64 {
+    u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap()
+}
+
+fn run_workload(name: &str, case: &str) -> (tempfile::TempDir, KernelArgsDump, ArgsDump) {
+    let tmp = tempfile::tempdir().unwrap();
+    let w = simpler_workloads::find(name).unwrap();
+    let rt = Runtime::new(
+        RuntimeConfig {
+            gm_bytes: 256 << 20,
+            dump: Some(dump_config(tmp.path(), name, case)),
+            ..Default::default()
+        },
+        w.kernels(),
+    )
+    .unwrap();
+    let out = w.run(case, 0, &rt).unwrap();
+    assert!(out.golden.passed);
+    let d = out.report.dump.unwrap();
+    assert!(d.json_path.is_none(), "no tensor dump was asked for");
+    assert!(!tmp.path().join("tensor_dump/tensor_dump.json").exists());
+    let k = read_json(d.kernel_args_path.as_ref().unwrap());
+    let a = read_json(d.args_path.as_ref().unwrap());
+    (tmp, k, a)
+}
+
+#[test]
+fn mixed_example_has_six_dispatches_on_one_cluster_per_block() {
+    let (_tmp, k, _) = run_workload("mixed_example", "Default");
+    assert_eq!(k.schema_version, 1);
+    assert_eq!(k.total_dispatches, 6);
+    assert_eq!(k.dispatches.len(), 6);
+    let ids: Vec<u64> = k.dispatches.iter().map(|d| d.dispatch_id).collect();
+    assert!(
+        ids.windows(2).all(|w| w[0] < w[1]),
+        "unique, increasing: {ids:?}"
+    );
+    assert_eq!(
+        k.total_args,
+        k.dispatches
+            .iter()
+            .map(|d| d.args.len() as u64)
+            .sum::<u64>()
+    );
+    for block in 0..2u32 {
+        let members: Vec<&DispatchJson> = k
+            .dispatches
+            .iter()
+            .filter(|d| d.block_idx == block)
+            .collect();
+        assert_eq!(members.len(), 3, "block {block}");
+        let mut clusters = vec![];
+        for d in &members {
+            let (cluster, sub) = locate(8, d.core_id).unwrap();
+            clusters.push(cluster);
+            assert_eq!(d.subtask, sub.name());
+            assert_eq!(d.subtask_id, sub.id());
+            assert_eq!(d.core_type, sub.core_type().name());
+            assert_eq!(d.block_num, 2);
+            assert_eq!(d.stage, "before_dispatch");
+            let want_func = match sub {
+                Subtask::Aic => 0,
+                Subtask::Aiv0 => 1,
+                Subtask::Aiv1 => 2,
+            };
+            assert_eq!(d.func_id, want_func);
+            let lc = &d.context[0];
+            assert_eq!((lc.arg_index, lc.kind.as_str()), (48, "local_context"));
+            assert_eq!((lc.block_idx, lc.block_num), (Some(block as i32), Some(2)));
+            let gc = &d.context[1];
+            assert_eq!((gc.arg_index, gc.kind.as_str()), (49, "global_context"));
+            assert_eq!(gc.sub_block_id, Some(sub.sub_block_id()));
+        }
+        assert!(
+            clusters.windows(2).all(|w| w[0] == w[1]),
+            "block {block} on one cluster: {clusters:?}"
+        );
+        // Same arguments for every member (descriptor contents; the
+        // descriptors themselves live in each core's own payload area).
+        let strip = |d: &DispatchJson| {
+            d.args
+                .iter()
+                .map(|a| {
+                    (
+                        a.arg_index,
+                        a.addr.clone(),
+                        a.shape.clone(),
+                        a.start_offset,
+                        a.bits.clone(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(strip(members[0]), strip(members[1]));
+        assert_eq!(strip(members[0]), strip(members[2]));
+        assert_eq!(members[0].args.len(), 7, "A, B, X, Y, C, D, E");
+    }
+}
+
+#[test]
+fn paged_attention_small1_dispatches_follow_qk_sf_pv_up() {
+    let (_tmp, k, a) = run_workload("paged_attention", "CaseSmall1");
+    assert_eq!(k.total_dispatches, 12);
+    // Task ids are submission order: QK, SF, PV, UP for key block 0, then 1, 2.
+    let mut by_task: Vec<&DispatchJson> = k.dispatches.iter().collect();
+    by_task.sort_by_key(|d| hex(&d.task_id));
+    let funcs: Vec<u32> = by_task.iter().map(|d| d.func_id).collect();
+    assert_eq!(
+        funcs,
+        [0, 1, 2, 3].repeat(3),
+        "QK, SF, PV, UP per key block"
+    );
+    for block in by_task.chunks(4) {
+        let ids: Vec<u64> = block.iter().map(|d| d.dispatch_id).collect();
+        assert!(
+            ids.windows(2).all(|w| w[0] < w[1]),
+            "dependency order within a block: {ids:?}"
+        );
+    }
+    for d in &k.dispatches {
+        let want = if d.func_id % 2 == 0 { "aic" } else { "aiv" };
+        assert_eq!(d.core_type, want, "dispatch {}", d.dispatch_id);
+    }
+    // SF's last slot is the f32 scale; UP ends with is_first, is_last.
+    let sf = by_task[1];
+    let scale = sf.args.last().unwrap();
+    assert_eq!(
+        (scale.arg_index, scale.kind.as_str(), scale.dtype.as_str()),
+        (4, "scalar", "FLOAT32")
+    );
+    assert_eq!(value_f64(scale.value), 0.25);
+    let ups: Vec<&DispatchJson> = by_task.iter().copied().filter(|d| d.func_id == 3).collect();
+    let flags = |d: &DispatchJson| {
+        let n = d.args.len();
+        assert_eq!(
+            (d.args[n - 2].dtype.as_str(), d.args[n - 1].dtype.as_str()),
+            ("INT32", "INT32")
+        );
+        (
+            value_f64(d.args[n - 2].value),
+            value_f64(d.args[n - 1].value),
+        )
+    };
+    assert_eq!(
+        flags(ups[0]),
+        (1.0, 0.0),
+        "is_first, is_last of key block 0"
+    );
+    assert_eq!(flags(ups[1]), (0.0, 0.0));
+    assert_eq!(flags(ups[2]), (0.0, 1.0));
+    // The orchestration's own arguments.
+    assert_eq!(
+        (a.workload.as_str(), a.case.as_str()),
+        ("paged_attention", "CaseSmall1")
+    );
+    assert_eq!(a.total_args, 7);
+    let kinds: Vec<(&str, Option<&str>)> = a
+        .args
+        .iter()
+        .map(|x| (x.kind.as_str(), x.role.as_deref()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("tensor", Some("input")),
+            ("tensor", Some("input")),
+            ("tensor", Some("input")),
+            ("tensor", Some("input")),
+            ("tensor", Some("input")),
+            ("tensor", Some("output")),
+            ("scalar", None)
+        ]
+    );
+    assert_eq!(a.args[0].dtype, "BFLOAT16");
+    assert_eq!(a.args[0].shape.as_deref(), Some(&[1u64, 16, 16][..]));
+    assert_eq!(a.args[0].nbytes, Some(512));
+    assert_eq!(value_f64(a.args[6].value), 0.25);
+    assert_eq!(a.args[6].bits.as_deref(), Some("0x000000003e800000"));
+}
+
+/// Copies what it can see of its own argument array into row `block` of
+/// tensor 0 ([blocks, 1 + 32 + 32·16] u64): n tensors, each slot's content,
+/// and the 128 bytes at every tensor slot's address — a GM snapshot taken
+/// by the kernel itself.
+fn snapshot(core: &mut Core, args: &Args) -> KResult<()> {
+    let table = args.tensor(0)?;
+    let n = (0..32).take_while(|&i| args.tensor(i).is_ok()).count();
+    let mut row = vec![0u64; 1 + 32 + 32 * 16];
+    row[0] = n as u64;
+    for i in 0..n {
+        let at = args.slot(i)?;
+        row[1 + i] = at;
+        let mut d = [0u8; 128];
+        core.gm().read(at, &mut d)?;
+        row[33 + 16 * i..33 + 16 * (i + 1)]
+            .copy_from_slice(&bytemuck::pod_collect_to_vec::<u8, u64>(&d));
+    }
+    let row_bytes = row.len() as u64 * 8;
+    let addr = table.addr + args.block_idx()? as u64 * row_bytes;
+    core.gm().write(addr, bytemuck::cast_slice(&row))?;
+    if args.slot(LOCAL_CONTEXT_SLOT)? == 0 || args.slot(GLOBAL_CONTEXT_SLOT)? == 0 {
+        return Err(KernelError::msg("context slots empty"));
+    }
+    Ok(())
+}
+
+/// Scalars that a lossy dump would mangle: NaN with payload, −0.0, a
+/// negative i32, a u64 above 2^53 (not exact in a double).
+fn scalar_probe() -> Vec<Scalar> {
+    vec![
+        Scalar::f32(f32::from_bits(0x7fc0_1234)),
+        Scalar::f32(-0.0),
+        Scalar::i32(-123_456),
+        Scalar::u64((1 << 53) + 1),
+        Scalar::u64(u64::MAX),
+    ]
+}
+
+#[test]
+fn descriptors_at_desc_addr_match_the_log_and_scalars_round_trip() {
+    let tmp = tempfile::tempdir().unwrap();
+    let rt = Runtime::new(
+        RuntimeConfig {
+            clusters: 2,
+            gm_bytes: 64 << 20,
+            dump: Some(dump_config(tmp.path(), "probe", "scalars")),
+            ..Default::default()
+        },
+        vec![KernelDef::new(0, "snapshot", CoreType::Aiv, snapshot)],
+    )
+    .unwrap();
+    let blocks = 3u32;
+    let table = rt
+        .alloc_tensor(&[blocks, 1 + 32 + 32 * 16], DType::Uint64)
+        .unwrap();
+    let x = rt.alloc_tensor(&[8, 8], DType::Bfloat16).unwrap();
+    let probe = scalar_probe();
+    let report = rt
+        .run(
+            &OrchArgs::new().output(table).tensor(x).scalar(probe[3]),
+            |o, a| {
+                let (t, x) = (a.tensor_at(0)?, a.tensor_at(1)?);
+                let mut args = TaskArgs::new()
+                    .output_existing(&t)
+                    .input(&x.view(&[2, 1], &[3, 4])?)
+                    .no_dep(&x)
+                    .block_num(blocks);
+                for s in scalar_probe() {
+                    args = args.scalar(s);
+                }
+                o.submit(Kernels::Aiv(0), args)?;
+                Ok(())
+            },
+        )
+        .unwrap();
+    let k: KernelArgsDump = read_json(
+        report
+            .dump
+            .as_ref()
+            .unwrap()
+            .kernel_args_path
+            .as_ref()
+            .unwrap(),
+    );
+    assert_eq!(k.total_dispatches, u64::from(blocks));
+    let snap: Vec<u64> = rt.download_pod(&table).unwrap();
+    let row_len = 1 + 32 + 32 * 16;
+    for d in &k.dispatches {
+        let row = &snap[d.block_idx as usize * row_len..][..row_len];
+        assert_eq!(row[0], 3, "three tensor slots");
+        for (i, a) in d.args.iter().take(3).enumerate() {
+            assert_eq!(a.kind, "tensor");
+            assert_eq!(
+                hex(a.desc_addr.as_ref().unwrap()),
+                row[1 + i],
+                "slot {i} content"
+            );
+            let bytes: Vec<u8> =
+                bytemuck::cast_slice(&row[33 + 16 * i..33 + 16 * (i + 1)]).to_vec();
+            let t = ChipTensor::from_bytes(&bytes).unwrap();
+            assert_eq!(hex(a.addr.as_ref().unwrap()), t.addr);
+            assert_eq!(a.dtype, t.dtype.name());
+            assert_eq!(a.ndims, Some(t.ndims));
+            assert_eq!(
+                a.shape.clone().unwrap(),
+                t.shape().iter().map(|&s| u64::from(s)).collect::<Vec<_>>()
+            );
+            assert_eq!(
+                a.strides.clone().unwrap(),
+                t.strides()
+                    .iter()
+                    .map(|&s| u64::from(s))
+                    .collect::<Vec<_>>()
+            );
+            assert_eq!(a.start_offset, Some(t.start_offset));
+            assert_eq!(a.is_contiguous, Some(t.is_contiguous));
+            assert_eq!(a.size, Some(t.size));
+            assert_eq!(a.manual_dep, Some(t.manual_dep));
+        }
+        assert_eq!(d.args[1].start_offset, Some(2 * 8 + 1), "the view's offset");
+        assert_eq!(d.args[1].is_contiguous, Some(false));
+        assert_eq!(d.args[2].manual_dep, Some(true), "no_dep sets manual_dep");
+        // Scalars: bits exact, value exact, declared dtype.
+        for (j, s) in probe.iter().enumerate() {
+            let a = &d.args[3 + j];
+            assert_eq!(a.arg_index as usize, 3 + j);
+            assert_eq!(hex(a.bits.as_ref().unwrap()), s.bits, "scalar {j}");
+            assert_eq!(a.dtype, s.dtype.name());
+        }
+        let v = |j: usize| d.args[3 + j].value.unwrap();
+        assert!(value_f64(Some(v(0))).is_nan());
+        let z = value_f64(Some(v(1)));
+        assert!(z == 0.0 && z.is_sign_negative(), "-0.0 keeps its sign");
+        assert_eq!(v(2), ScalarValue::Int(-123_456));
+        assert_eq!(v(3), ScalarValue::UInt((1 << 53) + 1));
+        assert_eq!(v(4), ScalarValue::UInt(u64::MAX));
+    }
+    // The raw JSON text carries the exact digits (no double rounding).
+    let text = std::fs::read_to_string(report.dump.unwrap().kernel_args_path.unwrap()).unwrap();
+    assert!(
+        text.contains("\"value\":9007199254740993"),
+        "2^53 + 1 written exactly"
+    );
+    assert!(text.contains("\"value\":-0.0"));
+    assert!(text.contains("\"bits\":\"0x000000007fc01234\",\"value\":\"nan\""));
+    let a: ArgsDump = read_json(&tmp.path().join("tensor_dump/args_dump.json"));
+    assert_eq!(a.args[2].value, Some(ScalarValue::UInt((1 << 53) + 1)));
+    assert_eq!(a.args[0].role.as_deref(), Some("output"));
+}
+
+#[test]
+fn tensor_dump_is_unchanged_by_the_args_flags() {
+    let run = |args: bool| {
+        let tmp = tempfile::tempdir().unwrap();
+        let w = simpler_workloads::find("paged_attention").unwrap();
+        let mut d = dump_config(tmp.path(), "paged_attention", "CaseSmall1");
+        d.level = Some(simpler_dump::DumpLevel::All);
+        d.args = args;
+        d.kernel_args = args;
+        let rt = Runtime::new(
+            RuntimeConfig {
+                dump: Some(d),
+                ..Default::default()
+            },
+            w.kernels(),
+        )
+        .unwrap();
+        w.run("CaseSmall1", 0, &rt).unwrap();
+        let mut m: serde_json::Value = read_json(&tmp.path().join("tensor_dump/tensor_dump.json"));
+        let bin = std::fs::read(tmp.path().join("tensor_dump/tensor_dump.bin")).unwrap();
+        // Where a payload lands in the .bin depends on thread timing, and
+        // addresses on the allocator: compare each record's own bytes instead.
+        for r in m["tensors"].as_array_mut().unwrap() {
+            let r = r.as_object_mut().unwrap();
+            let off = r.remove("bin_offset").unwrap().as_u64().unwrap() as usize;
+            let len = r["bin_size"].as_u64().unwrap() as usize;
+            r.remove("addr");
+            r.insert(
+                "payload".into(),
+                serde_json::json!(bin[off..off + len].to_vec()),
+            );
+        }
+        m
+    };
+    assert_eq!(run(false), run(true));
+}
