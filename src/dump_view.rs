@@ -55,6 +55,16 @@ pub struct ViewArgs {
     /// List at most this many records (all are still exported).
     #[arg(long)]
     pub limit: Option<usize>,
+    /// List the dispatches of `kernel_args_dump.json` instead of tensor
+    /// records (filters: --func, --task, --core).
+    #[arg(long)]
+    pub dispatches: bool,
+    /// Print one dispatch's slot table (implies --dispatches).
+    #[arg(long, value_name = "DISPATCH_ID")]
+    pub dispatch: Option<u64>,
+    /// With --dispatches: only this core id.
+    #[arg(long)]
+    pub core: Option<u32>,
 }
 
 impl ViewArgs {
@@ -82,6 +92,12 @@ pub fn view(args: &ViewArgs) -> Result<ExitCode> {
 
 /// [`view`] with an explicit base directory (for the default dump) and output.
 pub fn view_with(args: &ViewArgs, base: &Path, out: &mut dyn Write) -> Result<ExitCode> {
+    if args.dispatches || args.dispatch.is_some() {
+        return crate::dispatch_view::view(args, base, out);
+    }
+    if args.core.is_some() {
+        anyhow::bail!("--core filters dispatches: use it with --dispatches");
+    }
     let dir = match &args.dir {
         Some(d) => d.clone(),
         None => {

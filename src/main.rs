@@ -3,6 +3,7 @@
 
 mod bench;
 mod cli;
+mod dispatch_view;
 mod dump_cfg;
 mod dump_view;
 mod list;

@@ -406,3 +406,125 @@ fn tensor_dump_is_unchanged_by_the_args_flags() {
     };
     assert_eq!(run(false), run(true));
 }
+
+fn simpler(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_simpler"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn cli_dump_all_then_view_dispatches() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (code, out, err) = simpler(
+        tmp.path(),
+        &["run", "mixed_example", "--dump-all", "--output", "run1"],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    for f in [
+        "tensor_dump.json",
+        "tensor_dump.bin",
+        "args_dump.json",
+        "kernel_args_dump.json",
+    ] {
+        assert!(tmp.path().join("run1/tensor_dump").join(f).is_file(), "{f}");
+    }
+    assert!(out.contains("kernel args dump: 6 dispatches"), "{out}");
+    // Listing with filters (default directory: the newest run under outputs/ is
+    // not used here; name the run explicitly).
+    let (code, out, _) = simpler(tmp.path(), &["dump", "view", "run1", "--dispatches"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("6 dispatches, 42 args"), "{out}");
+    assert_eq!(
+        out.lines()
+            .filter(|l| l.contains("0x0000000000000000"))
+            .count(),
+        6,
+        "{out}"
+    );
+    let (_, out, _) = simpler(
+        tmp.path(),
+        &["dump", "view", "run1", "--dispatches", "--func", "2"],
+    );
+    assert_eq!(
+        out.lines().filter(|l| l.contains(" aiv1 ")).count(),
+        2,
+        "{out}"
+    );
+    let (code, out, _) = simpler(tmp.path(), &["dump", "view", "run1", "--dispatch", "4"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("dispatch 4  task 0x0000000000000000  func_id 1  aiv0"),
+        "{out}"
+    );
+    assert!(
+        out.contains("local_context") && out.contains("block_idx 1 block_num 2"),
+        "{out}"
+    );
+    assert!(out.contains("sub_block_id 0"), "{out}");
+    let (code, out, _) = simpler(tmp.path(), &["dump", "view", "run1", "--dispatch", "99"]);
+    assert_eq!(code, 1);
+    assert!(
+        out.contains("available (func_id, dispatch_id): (0, 0) (1, 1)"),
+        "{out}"
+    );
+    // Only --dump-args: no tensor files at all.
+    let (code, _, _) = simpler(
+        tmp.path(),
+        &["run", "vector_example", "--dump-args", "--output", "run2"],
+    );
+    assert_eq!(code, 0);
+    assert!(tmp.path().join("run2/tensor_dump/args_dump.json").is_file());
+    assert!(!tmp
+        .path()
+        .join("run2/tensor_dump/tensor_dump.json")
+        .exists());
+    assert!(!tmp.path().join("run2/tensor_dump/tensor_dump.bin").exists());
+}
+
+#[test]
+fn cli_reports_a_damaged_kernel_args_file_by_dispatch_and_field() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (code, _, _) = simpler(
+        tmp.path(),
+        &[
+            "run",
+            "mixed_example",
+            "--dump-kernel-args",
+            "--output",
+            "r",
+        ],
+    );
+    assert_eq!(code, 0);
+    let p = tmp.path().join("r/tensor_dump/kernel_args_dump.json");
+    let text = std::fs::read_to_string(&p).unwrap();
+    // Drop the third dispatch's func_id.
+    let third = text.match_indices("{\"dispatch_id\":2,").next().unwrap().0;
+    let broken = format!(
+        "{}{}",
+        &text[..third],
+        text[third..].replacen("\"func_id\":2,", "", 1)
+    );
+    std::fs::write(&p, broken).unwrap();
+    let (code, _, err) = simpler(tmp.path(), &["dump", "view", "r", "--dispatches"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("kernel_args_dump.json"), "{err}");
+    assert!(err.contains("dispatches[2]"), "{err}");
+    assert!(err.contains("missing field `func_id`"), "{err}");
+    // A wrong type.
+    std::fs::write(
+        &p,
+        text.replacen("\"block_num\":2", "\"block_num\":\"two\"", 1),
+    )
+    .unwrap();
+    let (code, _, err) = simpler(tmp.path(), &["dump", "view", "r", "--dispatches"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("dispatches[0].block_num"), "{err}");
+}

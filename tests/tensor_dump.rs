@@ -1032,6 +1032,97 @@ fn before_dispatch_is_once_per_task_before_any_block_runs() {
     }
 }
 
+/// Level 1 keeps marked scalars as well as marked tensors; level 3 keeps
+/// every record and gives payload to the marked tensor only.
+#[test]
+fn levels_apply_to_scalars_too() {
+    use simpler_runtime::{KernelDef, Kernels, OrchArgs, TaskArgs};
+    let run = |level: DumpLevel| {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("tensor_dump");
+        let rt = runtime(
+            DumpConfig {
+                level: Some(level),
+                ..DumpConfig::new(&dir)
+            },
+            vec![KernelDef::new(
+                7,
+                "add_one_to_my_row",
+                simpler_core::topology::CoreType::Aiv,
+                add_one_to_my_row,
+            )],
+        );
+        let t = rt
+            .upload_pod(
+                &[0f32; (ROWS * COLS) as usize],
+                &[ROWS, COLS],
+                simpler_core::DType::Float32,
+            )
+            .unwrap();
+        let u = rt
+            .upload_pod(
+                &[0f32; (ROWS * COLS) as usize],
+                &[ROWS, COLS],
+                simpler_core::DType::Float32,
+            )
+            .unwrap();
+        rt.run(&OrchArgs::new().tensor(t).tensor(u), |o, args| {
+            let (t, u) = (args.tensor_at(0)?, args.tensor_at(1)?);
+            o.submit(
+                Kernels::Aiv(7),
+                TaskArgs::new()
+                    .inout(&t)
+                    .dump()
+                    .input(&u)
+                    .scalar_f32(1.5)
+                    .dump()
+                    .scalar_i32(-3)
+                    .block_num(2),
+            )?;
+            Ok(())
+        })
+        .unwrap();
+        let (m, bin) = read_dump(&dir);
+        let recs: Vec<(Key, u64)> = m.tensors.iter().map(|r| (key(r), r.bin_size)).collect();
+        (m, bin.len(), recs)
+    };
+    let (m1, bin1, r1) = run(DumpLevel::Marked);
+    let id = hex16(&m1.tensors[0].task_id);
+    let inout = (ROWS * COLS * 4) as u64;
+    assert_eq!(
+        r1,
+        [((id, 0, 0), inout), ((id, 0, 2), 0), ((id, 1, 0), inout)]
+    );
+    assert_eq!(bin1 as u64, 2 * inout);
+    let s = &m1.tensors[1];
+    assert_eq!(
+        (s.kind.as_str(), s.bits.as_deref()),
+        ("scalar", Some("0x000000003fc00000"))
+    );
+    let (_, bin3, r3) = run(DumpLevel::MetaAll);
+    assert_eq!(
+        r3,
+        [
+            ((id, 0, 0), inout),
+            ((id, 0, 1), 0),
+            ((id, 0, 2), 0),
+            ((id, 0, 3), 0),
+            ((id, 1, 0), inout)
+        ]
+    );
+    assert_eq!(bin3, bin1);
+    let (m2, _, r2) = run(DumpLevel::All);
+    assert_eq!(r2.len(), 5);
+    assert_eq!(r2[1], ((id, 0, 1), inout));
+    let neg = m2.tensors.iter().find(|r| r.arg_index == 3).unwrap();
+    assert_eq!(
+        neg.bits.as_deref(),
+        Some("0x00000000fffffffd"),
+        "INT32 bits zero-extended"
+    );
+    assert_eq!(neg.value, Some(ScalarValue::Int(-3)));
+}
+
 // ---------------------------------------------------------------------------
 // 6. loss accounting
 // ---------------------------------------------------------------------------

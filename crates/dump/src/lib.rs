@@ -21,6 +21,7 @@ mod record;
 // Reading side (viewer): modules below are owned by the reader work.
 pub mod export_npy;
 pub mod export_txt;
+pub mod kernel_args;
 pub mod reader;
 pub mod view;
 

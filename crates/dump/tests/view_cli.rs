@@ -6,6 +6,10 @@ mod common;
 #[path = "../../../src/dump_view.rs"]
 mod dump_view;
 
+// dump_view hands `--dispatches` to this sibling module.
+#[path = "../../../src/dispatch_view.rs"]
+mod dispatch_view;
+
 use std::path::Path;
 use std::process::ExitCode;
 

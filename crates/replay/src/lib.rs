@@ -10,7 +10,7 @@
 //!   and per sub-core, `_instr_exe.csv`, `_code_exe.csv`) and the
 //!   `<label>_trace_perfetto.json`, and returns an [`ExportSummary`] whose
 //!   [`render_text`](ExportSummary::render_text) is what the CLI prints.
-//! - [`bench`] measures the simulator's instructions per second for
+//! - [`mod@bench`] measures the simulator's instructions per second for
 //!   `simpler bench replay`.
 //!
 //! ```
@@ -34,7 +34,7 @@
 //! let out = tempfile::tempdir().unwrap();
 //! let summary = export_trace(out.path(), "example", &TimingParams::a2a3(), &cores).unwrap();
 //! assert!(summary.simulator_dir.join("core0.veccore0/trace.json").exists());
-//! assert_eq!(summary.bottleneck.unwrap().pipe, Pipe::Mte2);
+//! assert_eq!(summary.bottleneck.as_ref().unwrap().pipe, Pipe::Mte2);
 //! print!("{}", summary.render_text());
 //! ```
 #![deny(missing_docs)]

@@ -50,7 +50,8 @@ fn structure(trace: &Value) -> Structure {
                 s.processes.insert(pid, name.unwrap());
             }
             "thread_name" => {
-                s.threads.insert((pid, e["tid"].as_u64().unwrap()), name.unwrap());
+                s.threads
+                    .insert((pid, e["tid"].as_u64().unwrap()), name.unwrap());
             }
             "process_sort_index" | "thread_sort_index" => {
                 assert!(e["args"]["sort_index"].is_u64(), "{e}");
@@ -83,7 +84,10 @@ fn csv_cycles(path: &Path, header: &str, cycles_col: usize) -> (Vec<Vec<String>>
     for r in &body {
         assert_eq!(r.len(), width, "{}: row {r:?}", path.display());
     }
-    let sum = body.iter().map(|r| r[cycles_col].parse::<u64>().unwrap()).sum();
+    let sum = body
+        .iter()
+        .map(|r| r[cycles_col].parse::<u64>().unwrap())
+        .sum();
     (body, sum)
 }
 
@@ -107,7 +111,10 @@ fn trace_json_has_one_process_per_sub_core_and_one_thread_per_pipe() {
     assert_eq!(trace["otherData"]["clock_mhz"], 1850);
     let s = structure(&trace);
     let names: Vec<&str> = s.processes.values().map(String::as_str).collect();
-    assert_eq!(names, ["core0.cubecore0", "core0.veccore0", "core0.veccore1"]);
+    assert_eq!(
+        names,
+        ["core0.cubecore0", "core0.veccore0", "core0.veccore1"]
+    );
     for &pid in s.processes.keys() {
         let threads: BTreeSet<&str> = s
             .threads
@@ -127,7 +134,11 @@ fn trace_json_has_one_process_per_sub_core_and_one_thread_per_pipe() {
     for e in &xs {
         let (pid, tid) = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
         let thread = &s.threads[&(pid, tid)];
-        assert_eq!(e["cat"].as_str(), Some(thread.as_str()), "event on its pipe's thread");
+        assert_eq!(
+            e["cat"].as_str(),
+            Some(thread.as_str()),
+            "event on its pipe's thread"
+        );
         let (ts, dur) = (e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap());
         assert!(ts >= 0.0 && dur > 0.0, "{e}");
         assert!(ts + dur <= total_us + 1e-9, "{e} ends after {total_us} us");
@@ -174,7 +185,11 @@ fn per_sub_core_files_exist_and_csv_cycles_match_the_traces() {
         assert_eq!(c.dir, dir);
         let own = load_json(&dir.join("trace.json"));
         let s = structure(&own);
-        assert_eq!(s.processes.values().collect::<Vec<_>>(), [&c.name], "only this sub-core");
+        assert_eq!(
+            s.processes.values().collect::<Vec<_>>(),
+            [&c.name],
+            "only this sub-core"
+        );
         let own_cycles = cycles_by_pid(&own);
         let pid = *s.processes.keys().next().unwrap();
         let trace_sum = own_cycles[&pid];
@@ -193,7 +208,10 @@ fn per_sub_core_files_exist_and_csv_cycles_match_the_traces() {
         );
         assert_eq!(instr_sum, trace_sum, "{} instr_exe", c.name);
         assert_eq!(code_sum, trace_sum, "{} code_exe", c.name);
-        let calls: u64 = instr_rows.iter().map(|r| r[3].parse::<u64>().unwrap()).sum();
+        let calls: u64 = instr_rows
+            .iter()
+            .map(|r| r[3].parse::<u64>().unwrap())
+            .sum();
         assert_eq!(calls as usize, c.instructions);
         let calls: u64 = code_rows.iter().map(|r| r[1].parse::<u64>().unwrap()).sum();
         assert_eq!(calls as usize, c.instructions);
@@ -243,7 +261,11 @@ fn csv_fields_with_commas_and_quotes_are_escaped() {
     let core = SubCore::new(2, Subtask::Aiv1, recs);
     let summary = export_trace(out.path(), "odd", &TimingParams::a2a3(), &[core]).unwrap();
     let dir = summary.simulator_dir.join("core2.veccore1");
-    let (rows, sum) = csv_cycles(&dir.join("core2.veccore1_instr_exe.csv"), INSTR_EXE_HEADER, 4);
+    let (rows, sum) = csv_cycles(
+        &dir.join("core2.veccore1_instr_exe.csv"),
+        INSTR_EXE_HEADER,
+        4,
+    );
     assert_eq!(rows[0][0], "T,ODD\"X");
     assert_eq!(rows[1][0], "TADD");
     assert_eq!(sum, summary.total_cycles);
@@ -270,7 +292,12 @@ fn tracks(trace: &Value) -> BTreeMap<(u64, u64), Vec<Span>> {
 fn assert_no_track_overlaps(trace: &Value) {
     for (track, spans) in tracks(trace) {
         for w in spans.windows(2) {
-            assert!(w[0].end <= w[1].start, "track {track:?}: {:?} overlaps {:?}", w[0], w[1]);
+            assert!(
+                w[0].end <= w[1].start,
+                "track {track:?}: {:?} overlaps {:?}",
+                w[0],
+                w[1]
+            );
         }
     }
 }
@@ -285,13 +312,20 @@ fn perfetto_file_has_no_overlap_on_any_track() {
     });
     let out = tempfile::tempdir().unwrap();
     let summary = export_trace(out.path(), "insight mix/1", &TimingParams::a2a3(), &cores).unwrap();
-    assert_eq!(summary.perfetto_path, out.path().join("insight_mix_1_trace_perfetto.json"));
+    assert_eq!(
+        summary.perfetto_path,
+        out.path().join("insight_mix_1_trace_perfetto.json")
+    );
     let trace = load_json(&summary.perfetto_path);
     assert_eq!(trace["otherData"]["layout"], "perfetto");
     assert_no_track_overlaps(&trace);
     // In-order pipes need no extra lanes.
     let s = structure(&trace);
-    assert!(s.threads.values().all(|n| !n.contains('#')), "{:?}", s.threads);
+    assert!(
+        s.threads.values().all(|n| !n.contains('#')),
+        "{:?}",
+        s.threads
+    );
     assert_eq!(slices(&trace).len(), summary.instructions);
 }
 
@@ -335,7 +369,10 @@ fn perfetto_splits_overlapping_slices_into_lanes() {
     assert!(!names.contains("VECTOR#3"), "three lanes are enough");
     assert_eq!(slices(&trace).len(), 6);
     let used: BTreeSet<(u64, u64)> = tracks(&trace).into_keys().collect();
-    assert!(used.iter().all(|t| s.threads.contains_key(t)), "every track is named");
+    assert!(
+        used.iter().all(|t| s.threads.contains_key(t)),
+        "every track is named"
+    );
 }
 
 #[test]
@@ -343,12 +380,22 @@ fn mismatched_timelines_and_duplicate_names_are_rejected() {
     let core = double_buffer_core();
     let out = tempfile::tempdir().unwrap();
     let params = TimingParams::a2a3();
-    let err = write_trace(out.path(), "x", &params, &[core.clone()], &Timeline::default()).unwrap_err();
+    let err = write_trace(
+        out.path(),
+        "x",
+        &params,
+        std::slice::from_ref(&core),
+        &Timeline::default(),
+    )
+    .unwrap_err();
     assert!(matches!(err, ExportError::Mismatch(_)), "{err}");
     let twice = [core.clone(), core];
     let timeline = simulate(&params, &twice);
     let err = write_trace(out.path(), "x", &params, &twice, &timeline).unwrap_err();
-    assert_eq!(err.to_string(), "two sub-cores are both named core0.veccore0");
+    assert_eq!(
+        err.to_string(),
+        "two sub-cores are both named core0.veccore0"
+    );
 }
 
 #[test]
@@ -364,7 +411,11 @@ fn render_text_names_the_path_busy_pipes_and_bottleneck() {
     assert_eq!(b.busy_cycles, summary.busy.get(b.pipe));
     assert!(text.contains(&format!("bottleneck: {} on core0.veccore0", b.pipe.name())));
     for pipe in ["SCALAR", "MTE2", "MTE3", "VECTOR"] {
-        assert!(text.lines().any(|l| l.trim_start().starts_with(pipe) && l.ends_with('%')), "{pipe}");
+        assert!(
+            text.lines()
+                .any(|l| l.trim_start().starts_with(pipe) && l.ends_with('%')),
+            "{pipe}"
+        );
     }
     assert!(!text.contains("CUBE"), "idle pipes are not listed");
 }

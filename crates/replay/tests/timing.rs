@@ -4,7 +4,9 @@
 mod common;
 
 use common::*;
-use simpler_chip::BufKind;
+use std::sync::Arc;
+
+use simpler_chip::{BufKind, Gm};
 use simpler_core::{topology::Subtask, DType};
 use simpler_isa::{BufRange, Pipe};
 use simpler_replay::{
@@ -18,13 +20,12 @@ fn params() -> TimingParams {
     TimingParams::a2a3()
 }
 
-/// Run `kernel` on an AIV core and return its records' spans, by mnemonic
-/// order of issue.
+/// Run `kernel` on an AIV core over `gm`; its records and their spans.
 fn run_aiv(
+    gm: &Arc<Gm>,
     kernel: impl FnOnce(&mut simpler_isa::Core),
 ) -> (Vec<simpler_isa::InstrRecord>, Vec<Span>) {
-    let gm = gm();
-    let sub = record_aiv(&gm, Subtask::Aiv0, kernel);
+    let sub = record_aiv(gm, Subtask::Aiv0, kernel);
     let t = simulate_core(&params(), &sub.records);
     (sub.records, t.spans)
 }
@@ -33,7 +34,7 @@ fn run_aiv(
 fn raw_vector_op_starts_when_its_load_ends() {
     let gm = gm();
     let x = tensor(&gm, DType::Float32, |i| i as f32);
-    let (recs, s) = run_aiv(|core| {
+    let (recs, s) = run_aiv(&gm, |core| {
         let a = core
             .alloc_tile(BufKind::Ub, ROWS, COLS, DType::Float32)
             .unwrap();
@@ -52,7 +53,7 @@ fn raw_vector_op_starts_when_its_load_ends() {
 fn war_load_waits_for_the_vector_op_reading_its_tile() {
     let gm = gm();
     let x = tensor(&gm, DType::Float32, |i| i as f32);
-    let (recs, s) = run_aiv(|core| {
+    let (recs, s) = run_aiv(&gm, |core| {
         let a = core
             .alloc_tile(BufKind::Ub, ROWS, COLS, DType::Float32)
             .unwrap();
@@ -72,7 +73,7 @@ fn war_load_waits_for_the_vector_op_reading_its_tile() {
 fn waw_vector_fill_waits_for_the_load_into_the_same_tile() {
     let gm = gm();
     let x = tensor(&gm, DType::Float32, |i| i as f32);
-    let (_, s) = run_aiv(|core| {
+    let (_, s) = run_aiv(&gm, |core| {
         let a = core
             .alloc_tile(BufKind::Ub, ROWS, COLS, DType::Float32)
             .unwrap();
@@ -86,7 +87,7 @@ fn waw_vector_fill_waits_for_the_load_into_the_same_tile() {
 fn independent_buffers_overlap_across_pipes() {
     let gm = gm();
     let x = tensor(&gm, DType::Float32, |i| i as f32);
-    let (_, s) = run_aiv(|core| {
+    let (_, s) = run_aiv(&gm, |core| {
         let a = core
             .alloc_tile(BufKind::Ub, ROWS, COLS, DType::Float32)
             .unwrap();
@@ -108,7 +109,7 @@ fn independent_buffers_overlap_across_pipes() {
 fn a_pipe_runs_its_instructions_in_program_order() {
     let gm = gm();
     let x = tensor(&gm, DType::Float32, |i| i as f32);
-    let (_, s) = run_aiv(|core| {
+    let (_, s) = run_aiv(&gm, |core| {
         let a = core
             .alloc_tile(BufKind::Ub, ROWS, COLS, DType::Float32)
             .unwrap();
