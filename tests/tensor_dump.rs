@@ -507,7 +507,7 @@ fn check_inout_chain(r: &PaRun) {
         .case
         .context_lens
         .iter()
-        .flat_map(|&c| std::iter::repeat((c as usize).div_ceil(bs)).take(q_tiles))
+        .flat_map(|&c| (0..q_tiles).map(move |_| (c as usize).div_ceil(bs)))
         .collect();
     want.sort_unstable();
     assert_eq!(lens, want, "UP chain lengths = key blocks per batch");
