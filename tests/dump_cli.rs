@@ -266,8 +266,8 @@ fn a_bad_level_or_policy_is_a_clear_error() {
     }
 }
 
-/// `warning: dump lost data (drop policy): D records dropped, T records
-/// truncated; see PATH` → (D, T).
+/// `warning: dump lost data (drop policy): D tensor records dropped, T
+/// truncated, … ; see PATH` → (D, T).
 fn loss_line(err: &str) -> Option<(u64, u64)> {
     let line = err
         .lines()
@@ -284,8 +284,8 @@ fn loss_line(err: &str) -> Option<(u64, u64)> {
             .unwrap_or_else(|e| panic!("count before {what:?} in {line:?}: {e}"))
     };
     Some((
-        num_before(" records dropped"),
-        num_before(" records truncated"),
+        num_before(" tensor records dropped"),
+        num_before(" truncated"),
     ))
 }
 

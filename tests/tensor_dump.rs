@@ -1310,6 +1310,19 @@ fn drop_policy_counts_only_tensor_records_with_kernel_args_dump_on() {
             m.dropped_records,
             m.total_tensors
         );
+        // Dispatch records have their own count, in their own file.
+        let k: simpler_dump::manifest::KernelArgsDump = serde_json::from_slice(
+            &std::fs::read(d.tmp.path().join("tensor_dump/kernel_args_dump.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            k.dropped_dispatches + k.total_dispatches,
+            20,
+            "attempt {attempt}: CaseSmall2 has 20 dispatches"
+        );
+        let summary = d.report.dump.as_ref().unwrap();
+        assert_eq!(summary.dropped_dispatches, k.dropped_dispatches);
+        assert_eq!(summary.dropped_records, m.dropped_records);
         if m.dropped_records > 0 {
             return;
         }

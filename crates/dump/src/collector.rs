@@ -51,10 +51,29 @@ pub(crate) struct Shared {
     free_tx: Sender<Batch>,
     /// Records per batch.
     pub record_cap: usize,
-    /// Records lost (drop policy).
-    pub dropped: AtomicU64,
-    /// Records cut short (drop policy).
-    pub truncated: AtomicU64,
+    /// Records lost (drop policy), by kind.
+    pub dropped: Dropped,
+}
+
+/// Records discarded by the drop policy, per kind of record (and so per file).
+#[derive(Debug, Default)]
+pub(crate) struct Dropped {
+    tensor: AtomicU64,
+    orch_arg: AtomicU64,
+    dispatch: AtomicU64,
+}
+
+impl Dropped {
+    pub fn count(&self, records: &[Record]) {
+        for r in records {
+            let c = match r {
+                Record::Tensor(_) => &self.tensor,
+                Record::OrchArg(_) => &self.orch_arg,
+                Record::Dispatch(_) => &self.dispatch,
+            };
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+    }
 }
 
 impl Shared {
@@ -199,10 +218,14 @@ pub struct DumpSummary {
     pub records: u64,
     /// Payload bytes written.
     pub bin_bytes: u64,
-    /// Records lost (drop policy).
+    /// Tensor records lost (drop policy).
     pub dropped_records: u64,
-    /// Records cut short (drop policy).
+    /// Tensor records in the file whose payload was cut short (drop policy).
     pub truncated: u64,
+    /// Dispatch records lost (drop policy).
+    pub dropped_dispatches: u64,
+    /// Orchestration-argument records lost (drop policy).
+    pub dropped_args: u64,
     /// How the run ended.
     pub status: RunStatus,
 }
@@ -252,8 +275,7 @@ impl DumpSession {
             free_rx,
             free_tx: free_tx.clone(),
             record_cap,
-            dropped: AtomicU64::new(0),
-            truncated: AtomicU64::new(0),
+            dropped: Dropped::default(),
         });
         let (bp, arena) = (bin_path.clone(), cfg.arena_bytes);
         let collector = std::thread::Builder::new()
@@ -285,8 +307,9 @@ impl DumpSession {
     /// I/O failures, naming the file.
     pub fn finish(mut self, status: RunStatus) -> Result<DumpSummary, DumpError> {
         let shared = self.shared.take().expect("finish once");
-        let dropped = shared.dropped.load(Ordering::Relaxed);
-        let truncated = shared.truncated.load(Ordering::Relaxed);
+        let dropped = shared.dropped.tensor.load(Ordering::Relaxed);
+        let dropped_args = shared.dropped.orch_arg.load(Ordering::Relaxed);
+        let dropped_dispatches = shared.dropped.dispatch.load(Ordering::Relaxed);
         drop(shared);
         let mut collected = self
             .collector
@@ -309,18 +332,25 @@ impl DumpSession {
             true => Some(write_args_dump(
                 &self.cfg,
                 std::mem::take(&mut collected.orch),
+                dropped_args,
             )?),
             false => None,
         };
         let kernel_args_path = match self.cfg.kernel_args {
-            true => Some(write_kernel_args_dump(&self.cfg, &mut collected)?),
+            true => Some(write_kernel_args_dump(
+                &self.cfg,
+                &mut collected,
+                dropped_dispatches,
+            )?),
             false => None,
         };
-        if dropped > 0 || truncated > 0 {
+        // What reached the file, as the manifest counts it.
+        let truncated = collected.lines.iter().filter(|l| l.truncated).count() as u64;
+        if dropped + truncated + dropped_args + dropped_dispatches > 0 {
             eprintln!(
-                "warning: dump lost data ({} policy): {dropped} records dropped, {truncated} records truncated; see {}",
+                "warning: dump lost data ({} policy): {dropped} tensor records dropped, {truncated} truncated, {dropped_dispatches} dispatches and {dropped_args} orchestration args dropped; see {}",
                 self.cfg.policy,
-                self.cfg.dir.join(JSON_FILE).display()
+                self.cfg.dir.display()
             );
         }
         Ok(DumpSummary {
@@ -333,6 +363,8 @@ impl DumpSession {
             bin_bytes: collected.bin_bytes,
             dropped_records: dropped,
             truncated,
+            dropped_dispatches,
+            dropped_args,
             status,
         })
     }

@@ -316,6 +316,7 @@ pub const KERNEL_ARGS_FILE: &str = "kernel_args_dump.json";
 pub(crate) fn write_args_dump(
     cfg: &DumpConfig,
     mut args: Vec<OrchArgJson>,
+    dropped: u64,
 ) -> Result<PathBuf, DumpError> {
     args.sort_by_key(|a| a.arg_index);
     let doc = ArgsDump {
@@ -323,6 +324,7 @@ pub(crate) fn write_args_dump(
         workload: cfg.workload.clone(),
         case: cfg.case.clone(),
         total_args: args.len() as u64,
+        dropped_args: dropped,
         args,
     };
     let path = cfg.dir.join(ARGS_FILE);
@@ -337,12 +339,14 @@ pub(crate) fn write_args_dump(
 pub(crate) fn write_kernel_args_dump(
     cfg: &DumpConfig,
     c: &mut Collected,
+    dropped: u64,
 ) -> Result<PathBuf, DumpError> {
     c.dispatches.sort_unstable_by_key(|d| d.0);
     let head = KernelArgsDump {
         schema_version: SCHEMA_VERSION,
         total_dispatches: c.dispatches.len() as u64,
         total_args: c.dispatch_args,
+        dropped_dispatches: dropped,
         dispatches: vec![],
     };
     let head = serde_json::to_string_pretty(&head).expect("header serializes");

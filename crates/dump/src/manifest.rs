@@ -234,6 +234,9 @@ pub struct ArgsDump {
     pub case: String,
     /// Entries in `args`.
     pub total_args: u64,
+    /// Arguments lost (drop policy only; always 0 with `block`).
+    #[serde(default)]
+    pub dropped_args: u64,
     /// The arguments in order.
     pub args: Vec<OrchArgJson>,
 }
@@ -282,6 +285,9 @@ pub struct KernelArgsDump {
     pub total_dispatches: u64,
     /// Tensor and scalar slots over all dispatches (contexts not counted).
     pub total_args: u64,
+    /// Dispatches lost (drop policy only; always 0 with `block`).
+    #[serde(default)]
+    pub dropped_dispatches: u64,
     /// In `dispatch_id` order.
     pub dispatches: Vec<DispatchJson>,
 }

@@ -5,7 +5,7 @@
 //! hands full batches to the collector. In `block` mode it waits for room;
 //! in `drop` mode it never waits and counts what it loses.
 
-use std::sync::{atomic::Ordering, Arc};
+use std::sync::Arc;
 
 use crossbeam::channel::TrySendError;
 use simpler_chip::Gm;
@@ -191,9 +191,6 @@ impl Producer {
         self.batch.arena.truncate(start + keep);
         rec.arena_offset = start as u64;
         rec.payload_len = keep as u64;
-        if rec.truncated {
-            self.shared.truncated.fetch_add(1, Ordering::Relaxed);
-        }
         self.batch.records.push(Record::Tensor(rec));
     }
 
@@ -273,9 +270,9 @@ impl Producer {
                 if let Err(TrySendError::Full(b) | TrySendError::Disconnected(b)) =
                     self.shared.tx.try_send(full)
                 {
-                    self.shared
-                        .dropped
-                        .fetch_add(b.records.len() as u64, Ordering::Relaxed);
+                    // Every discarded record is counted, by kind, so each
+                    // file reports its own losses.
+                    self.shared.dropped.count(&b.records);
                     self.shared.recycle(b);
                 }
             }

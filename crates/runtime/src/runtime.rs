@@ -210,6 +210,7 @@ impl Runtime {
             Some(RuntimeError::Aborted(_)) | None => result.err(),
             Some(e) => Some(e),
         };
+        let t_run = start.elapsed();
         // Export what was collected, complete or not.
         let dump = match dump {
             None => None,
@@ -224,6 +225,13 @@ impl Runtime {
                 }
             }
         };
+        if std::env::var_os("SIMPLER_TIMING").is_some() {
+            eprintln!(
+                "TIMING run {:.3}s total {:.3}s",
+                t_run.as_secs_f64(),
+                start.elapsed().as_secs_f64()
+            );
+        }
         if let Some(e) = error {
             return Err(e);
         }
