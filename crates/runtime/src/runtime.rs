@@ -210,7 +210,6 @@ impl Runtime {
             Some(RuntimeError::Aborted(_)) | None => result.err(),
             Some(e) => Some(e),
         };
-        let t_run = start.elapsed();
         // Export what was collected, complete or not.
         let dump = match dump {
             None => None,
