@@ -224,13 +224,6 @@ impl Runtime {
                 }
             }
         };
-        if std::env::var_os("SIMPLER_TIMING").is_some() {
-            eprintln!(
-                "TIMING run {:.3}s total {:.3}s",
-                t_run.as_secs_f64(),
-                start.elapsed().as_secs_f64()
-            );
-        }
         if let Some(e) = error {
             return Err(e);
         }
