@@ -282,6 +282,27 @@ impl Gm {
         Ok(())
     }
 
+    /// Append a view's bytes, gathered row-major, to `out` (one copy, no
+    /// zero-fill first: the dump's hot path).
+    ///
+    /// # Errors
+    /// When the view's span is not inside a live allocation (`out` unchanged).
+    pub fn gather_append(&self, view: &ChipTensor, out: &mut Vec<u8>) -> KResult<()> {
+        let (first, span) = Self::view_span(view);
+        self.check(first, span)?;
+        let es = view.dtype.size() as u64;
+        out.reserve(view.nbytes() as usize);
+        view.for_each_run(|off, n| {
+            // SAFETY: every run lies inside the view's span, which `check`
+            // proved is inside a live allocation of the mapping.
+            let run = unsafe {
+                std::slice::from_raw_parts((view.addr + off * es) as *const u8, (n * es) as usize)
+            };
+            out.extend_from_slice(run);
+        });
+        Ok(())
+    }
+
     /// Scatter row-major `src` into a view (inverse of [`Gm::gather`]).
     ///
     /// # Errors
@@ -376,9 +397,18 @@ mod tests {
         let all: &[f32] = bytemuck::cast_slice(&all);
         assert_eq!(all[8], 0.0);
         assert_eq!(all[11], 11.0);
+        let mut appended = vec![7u8];
+        gm.gather_append(&v, &mut appended).unwrap();
+        let mut direct = vec![0u8; 24];
+        gm.gather(&v, &mut direct).unwrap();
+        assert_eq!(appended[0], 7);
+        assert_eq!(&appended[1..], &direct[..]);
         let past = t.view(&[0, 0], &[4, 6]).unwrap();
         let mut bad = past;
         bad.start_offset = 16; // 64 bytes past: beyond the 128-byte (rounded) allocation
         assert!(gm.gather(&bad, &mut [0u8; 96]).is_err());
+        let mut out = vec![1u8];
+        assert!(gm.gather_append(&bad, &mut out).is_err());
+        assert_eq!(out, [1], "a failed gather leaves the buffer as it was");
     }
 }

@@ -27,10 +27,9 @@ use crossbeam::channel::{self, Receiver, Sender};
 use crate::{
     export::{
         dispatch_json, orch_arg_json, write_args_dump, write_kernel_args_dump, write_manifest,
-        write_record_json,
     },
     record::Record,
-    DumpConfig, DumpError, Producer, Stage,
+    DumpConfig, DumpError, Producer,
 };
 
 /// Records and the bytes they point into.
@@ -101,16 +100,20 @@ fn recycle(free: &Sender<Batch>, mut b: Batch, arena_bytes: usize) {
     let _ = free.try_send(b);
 }
 
-/// One formatted record line (a range of [`Collected::json`]) and its sort key.
+/// One tensor-dump record as collected: formatted only at export time, in
+/// parallel, so the collector stays light while the graph runs.
 pub(crate) struct Line {
-    pub key: (u64, u8, u32, u8),
-    /// First in sorted order (no separating comma).
-    pub first: bool,
-    pub json: std::ops::Range<usize>,
-    pub stage: Stage,
-    pub role: &'static str,
-    pub scalar: bool,
-    pub truncated: bool,
+    /// (task_id, stage, arg_index, role) packed for a fast sort.
+    pub key: u128,
+    pub rec: crate::record::TensorRecord,
+    /// Offset in the `.bin` of the batch its payload came in.
+    pub bin_base: u64,
+}
+
+impl Line {
+    pub fn is_scalar(&self) -> bool {
+        matches!(self.rec.subject, crate::record::Subject::Scalar(_))
+    }
 }
 
 /// What the collector hands back.
@@ -125,8 +128,6 @@ pub(crate) struct Collected {
     pub dispatch_json: Vec<u8>,
     /// Tensor and scalar slots over all dispatches.
     pub dispatch_args: u64,
-    /// Every record's JSON, back to back.
-    pub json: Vec<u8>,
     pub bin_bytes: u64,
     pub io_error: Option<String>,
 }
@@ -144,7 +145,6 @@ fn collector_main(
         dispatches: Vec::new(),
         dispatch_json: Vec::new(),
         dispatch_args: 0,
-        json: Vec::new(),
         bin_bytes: 0,
         io_error: None,
     };
@@ -159,16 +159,14 @@ fn collector_main(
         for rec in &batch.records {
             match rec {
                 Record::Tensor(r) => {
-                    let start = c.json.len();
-                    write_record_json(&mut c.json, r, base);
+                    let (t, st, a, ro) = r.key();
                     c.lines.push(Line {
-                        key: r.key(),
-                        first: false,
-                        json: start..c.json.len(),
-                        stage: r.stage,
-                        role: crate::record::role_name(r.role),
-                        scalar: matches!(r.subject, crate::record::Subject::Scalar(_)),
-                        truncated: r.truncated,
+                        key: (u128::from(t) << 64)
+                            | (u128::from(st) << 48)
+                            | (u128::from(a) << 8)
+                            | u128::from(ro),
+                        rec: *r,
+                        bin_base: base,
                     });
                 }
                 Record::OrchArg(o) => c.orch.push(orch_arg_json(o)),
@@ -345,7 +343,7 @@ impl DumpSession {
             false => None,
         };
         // What reached the file, as the manifest counts it.
-        let truncated = collected.lines.iter().filter(|l| l.truncated).count() as u64;
+        let truncated = collected.lines.iter().filter(|l| l.rec.truncated).count() as u64;
         if dropped + truncated + dropped_args + dropped_dispatches > 0 {
             eprintln!(
                 "warning: dump lost data ({} policy): {dropped} tensor records dropped, {truncated} truncated, {dropped_dispatches} dispatches and {dropped_args} orchestration args dropped; see {}",

@@ -2,14 +2,14 @@
 
 use std::{
     fs::File,
-    io::{BufWriter, IoSlice, Write},
+    io::{BufWriter, Write},
     path::{Path, PathBuf},
 };
 
 use simpler_core::{DType, Scalar};
 
 use crate::{
-    collector::{Collected, RunStatus, BIN_FILE, JSON_FILE},
+    collector::{Collected, Line, RunStatus, BIN_FILE, JSON_FILE},
     manifest::{
         ArgsDump, BinFormat, ContextJson, DispatchJson, KernelArgsDump, Manifest, OrchArgJson,
         ScalarValue, SlotJson, SCHEMA_VERSION,
@@ -366,19 +366,70 @@ pub(crate) fn write_kernel_args_dump(
     Ok(path)
 }
 
-/// Slices per vectored write (well under the usual IOV_MAX of 1024).
-const IOV_BATCH: usize = 256;
-
-/// `write_all` for a list of slices.
-fn write_all_vectored(f: &mut File, mut parts: &mut [IoSlice<'_>]) -> std::io::Result<()> {
-    while !parts.is_empty() {
-        let n = f.write_vectored(parts)?;
-        if n == 0 {
-            return Err(std::io::ErrorKind::WriteZero.into());
+/// Write `head`, `open`, the sorted records (one per line, comma separated)
+/// and the closing brackets to `path`. This runs after the graph, when the
+/// CPUs are otherwise idle: the records are split among threads, each
+/// formats its part, and each writes it at its offset (known once every
+/// part's length is).
+fn write_lines_parallel(
+    path: &Path,
+    head: &[u8],
+    open: &[u8],
+    lines: &[Line],
+) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    const FIRST: &[u8] = b"\n    ";
+    const NEXT: &[u8] = b",\n    ";
+    const TAIL: &[u8] = b"\n  ]\n}\n";
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 4);
+    let per = lines.len().div_ceil(threads).max(1);
+    let file = File::create(path)?;
+    let mut start = Vec::with_capacity(head.len() + open.len());
+    start.extend_from_slice(head);
+    start.extend_from_slice(open);
+    file.write_all_at(&start, 0)?;
+    // Phase 1: format the parts in parallel.
+    let parts: Vec<Vec<u8>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = lines
+            .chunks(per)
+            .enumerate()
+            .map(|(k, part)| {
+                scope.spawn(move || {
+                    let mut buf = Vec::with_capacity(part.len() * 340);
+                    for (i, l) in part.iter().enumerate() {
+                        buf.extend_from_slice(if k == 0 && i == 0 { FIRST } else { NEXT });
+                        write_record_json(&mut buf, &l.rec, l.bin_base);
+                    }
+                    buf
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .map_err(|_| std::io::Error::other("formatter thread panicked"))
+            })
+            .collect::<std::io::Result<_>>()
+    })?;
+    // Phase 2: write them at their offsets in parallel.
+    let mut at = start.len() as u64;
+    std::thread::scope(|scope| -> std::io::Result<()> {
+        let mut writers = Vec::with_capacity(parts.len());
+        for part in &parts {
+            let (file, off) = (&file, at);
+            writers.push(scope.spawn(move || file.write_all_at(part, off)));
+            at += part.len() as u64;
         }
-        IoSlice::advance_slices(&mut parts, n);
-    }
-    Ok(())
+        for w in writers {
+            w.join()
+                .map_err(|_| std::io::Error::other("writer thread panicked"))??;
+        }
+        Ok(())
+    })?;
+    file.write_all_at(TAIL, at)
 }
 
 /// Sort the records and write the manifest.
@@ -389,12 +440,8 @@ pub(crate) fn write_manifest(
     dropped: u64,
 ) -> Result<PathBuf, DumpError> {
     c.lines.sort_unstable_by_key(|l| l.key);
-    if let Some(l) = c.lines.first_mut() {
-        l.first = true;
-    }
-    let count = |f: &dyn Fn(&crate::collector::Line) -> bool| {
-        c.lines.iter().filter(|l| f(l)).count() as u64
-    };
+    let count = |f: &dyn Fn(&Line) -> bool| c.lines.iter().filter(|l| f(l)).count() as u64;
+    let role = |l: &Line| role_name(l.rec.role);
     let (status_s, reason) = match status {
         RunStatus::Complete => ("complete", None),
         RunStatus::Incomplete(r) => ("incomplete", Some(r.clone())),
@@ -413,13 +460,13 @@ pub(crate) fn write_manifest(
         dump_level: cfg.level.map(|l| l.number()),
         dump_policy: Some(cfg.policy.name().into()),
         total_tensors: c.lines.len() as u64,
-        before_dispatch: count(&|l| l.stage == Stage::BeforeDispatch),
-        after_completion: count(&|l| l.stage == Stage::AfterCompletion),
-        input_tensors: count(&|l| !l.scalar && l.role == "input"),
-        output_tensors: count(&|l| !l.scalar && l.role == "output"),
-        inout_tensors: count(&|l| !l.scalar && l.role == "inout"),
-        scalar_args: count(&|l| l.scalar),
-        truncated_tensors: count(&|l| l.truncated),
+        before_dispatch: count(&|l| l.rec.stage == Stage::BeforeDispatch),
+        after_completion: count(&|l| l.rec.stage == Stage::AfterCompletion),
+        input_tensors: count(&|l| !l.is_scalar() && role(l) == "input"),
+        output_tensors: count(&|l| !l.is_scalar() && role(l) == "output"),
+        inout_tensors: count(&|l| !l.is_scalar() && role(l) == "inout"),
+        scalar_args: count(&|l| l.is_scalar()),
+        truncated_tensors: count(&|l| l.rec.truncated),
         dropped_records: dropped,
         dropped_overwrite: 0,
         tensors: vec![],
@@ -430,24 +477,10 @@ pub(crate) fn write_manifest(
         .strip_suffix("\"tensors\": []\n}")
         .expect("tensors is the last field");
     let path = cfg.dir.join(JSON_FILE);
-    write_atomic(&path, |w| {
-        w.write_all(head.as_bytes())?;
-        w.write_all(b"\"tensors\": [")?;
-        w.flush()?;
-        // Records go from the collector's buffer straight to the file in
-        // vectored writes (no copy through the BufWriter).
-        let file = w.get_mut();
-        let mut parts: Vec<IoSlice<'_>> = Vec::with_capacity(2 * IOV_BATCH);
-        for chunk in c.lines.chunks(IOV_BATCH) {
-            parts.clear();
-            for l in chunk {
-                parts.push(IoSlice::new(if l.first { b"\n    " } else { b",\n    " }));
-                parts.push(IoSlice::new(&c.json[l.json.clone()]));
-            }
-            write_all_vectored(file, &mut parts)?;
-        }
-        w.write_all(b"\n  ]\n}\n")
-    })?;
+    let tmp = path.with_extension("json.tmp");
+    write_lines_parallel(&tmp, head.as_bytes(), b"\"tensors\": [", &c.lines)
+        .map_err(|e| DumpError::io(&tmp, e))?;
+    std::fs::rename(&tmp, &path).map_err(|e| DumpError::io(&path, e))?;
     Ok(path)
 }
 

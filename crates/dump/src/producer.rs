@@ -180,13 +180,13 @@ impl Producer {
         };
         self.make_room(keep);
         let start = self.batch.arena.len();
-        self.batch.arena.resize(start + full, 0);
-        let dst = &mut self.batch.arena[start..start + full];
-        // The view is inside live GM (the runtime checked it at submission);
-        // should the gather fail anyway, keep the record with zeroed
-        // payload rather than lose it.
-        if gm.gather(view, dst).is_err() {
-            dst.fill(0);
+        if full > 0 {
+            // The view is inside live GM (the runtime checked it at
+            // submission); should the gather fail anyway, keep the record
+            // with zeroed payload rather than lose it.
+            if gm.gather_append(view, &mut self.batch.arena).is_err() {
+                self.batch.arena.resize(start + full, 0);
+            }
         }
         self.batch.arena.truncate(start + keep);
         rec.arena_offset = start as u64;

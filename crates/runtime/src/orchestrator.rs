@@ -96,7 +96,7 @@ impl<'r> Orchestrator<'r> {
         }
     }
 
-    /// Most tasks that were submitted and not yet complete at one time.
+    /// Most task slots occupied (submitted, not yet complete) at one time.
     pub fn peak_live_tasks(&self) -> u64 {
         self.peak_live
     }
@@ -360,7 +360,9 @@ impl<'r> Orchestrator<'r> {
 
         self.rings[ring].slots[slot] = Some(task.clone());
         self.rings[ring].next_local = local.wrapping_add(1);
-        let live_now = self.shared.outstanding.fetch_add(1, Ordering::AcqRel) + 1;
+        self.shared.outstanding.fetch_add(1, Ordering::AcqRel);
+        // Occupied slots: submitted minus those whose task is marked complete.
+        let live_now = self.seq - self.shared.counters.marked.load(Ordering::Acquire);
         self.peak_live = self.peak_live.max(live_now);
         if task.release_fanin() {
             self.shared.push_ready(task);

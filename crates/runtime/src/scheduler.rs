@@ -94,6 +94,8 @@ impl SchedSignal {
 pub(crate) struct Counters {
     pub dispatches: AtomicU64,
     pub completed: AtomicU64,
+    /// Tasks marked complete (their slot is reusable from that moment).
+    pub marked: AtomicU64,
 }
 
 /// State shared by the orchestrator, schedulers and cores.
@@ -447,6 +449,7 @@ fn finalize(shared: &Shared, task: &Arc<Task>, producer: Option<&mut simpler_dum
         p.after_completion(&task.dump_view(), &shared.gm);
     }
     let dependents = task.mark_complete();
+    shared.counters.marked.fetch_add(1, Ordering::Release);
     for d in dependents {
         if d.release_fanin() {
             shared.push_ready(d);

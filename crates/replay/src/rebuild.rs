@@ -1,0 +1,553 @@
+//! From dumps to a replay spec (DESIGN §8 steps 2–4).
+//!
+//! [`select_dispatch`] picks the dispatch out of `kernel_args_dump.json`;
+//! [`rebuild`] turns its tensor and scalar slots into a [`ReplaySpec`]:
+//!
+//! - tensors keep their descriptor (dtype, shape, strides, start_offset,
+//!   buffer `size`); their role comes from the tensor dump's records of the
+//!   same task and slot;
+//! - a tensor whose task has a complete `before_dispatch` payload for that
+//!   slot gets those bytes (`data: dump`); an output gets the sentinel; any
+//!   other tensor is zero-filled, and its `note` says why (no tensor dump,
+//!   a level 1/3 dump without that payload, a truncated record);
+//! - the `after_completion` payload of the slot, when complete, becomes
+//!   `expected` for verification;
+//! - scalars keep their raw bits;
+//! - context slots are not copied: the replay synthesizes fresh contexts
+//!   from `block_idx`, `block_num` and the member's `sub_block_id`;
+//! - a MIX dispatch brings in every member of its cluster: the dispatches
+//!   of the same task and block.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use simpler_core::{topology, ArgRole, TaskId};
+use simpler_dump::{
+    kernel_args::KernelArgsFile,
+    manifest::{DispatchJson, SlotJson},
+    reader::{parse_hex_u64, Dump, Record, RecordKind, Stage},
+};
+use simpler_runtime::KernelDef;
+
+use crate::{
+    spec::{
+        scalar_value, ArgSpec, DataSource, DispatchIdentity, MemberSpec, ReplaySpec, SpecSource,
+        SPEC_SCHEMA_VERSION,
+    },
+    ReplayError,
+};
+
+/// The dispatch chosen by [`select_dispatch`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Selection {
+    /// Its dispatch id.
+    pub dispatch_id: u64,
+    /// Set when no dispatch id was given and the first of the func id was
+    /// taken: says so.
+    pub note: Option<String>,
+}
+
+/// What [`rebuild`] needs besides the dumps.
+#[derive(Debug, Clone, Copy)]
+pub struct RebuildOptions<'a> {
+    /// Workload name (recorded in the spec).
+    pub workload: &'a str,
+    /// Case name (recorded in the spec).
+    pub case: &'a str,
+    /// Arch profile of the run (the dumps do not record it).
+    pub arch: &'a str,
+    /// Clusters of the run (the dumps do not record it; core ids need it).
+    pub clusters: u32,
+    /// The workload's kernels, to name the func ids and check core types.
+    pub kernels: &'a [KernelDef],
+}
+
+/// `func_id 0: dispatch_id 0, 1, 2; func_id 1: …` for "no such dispatch"
+/// messages (at most 12 ids per func id are spelled out).
+pub fn available_pairs(k: &KernelArgsFile) -> String {
+    let mut by_func: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+    for (f, d) in k.available() {
+        by_func.entry(f).or_default().push(d);
+    }
+    if by_func.is_empty() {
+        return "none (the dump holds no dispatches)".into();
+    }
+    by_func
+        .iter()
+        .map(|(f, ids)| {
+            let shown: Vec<String> = ids.iter().take(12).map(u64::to_string).collect();
+            let more = if ids.len() > 12 {
+                format!(" … ({} in all)", ids.len())
+            } else {
+                String::new()
+            };
+            format!("func_id {f}: dispatch_id {}{more}", shown.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn kernel_label(kernels: &[KernelDef], func_id: u32) -> String {
+    kernels
+        .iter()
+        .find(|k| k.func_id == func_id)
+        .map_or_else(
+            || format!("func_id {func_id}"),
+            |k| format!("func_id {func_id} ({})", k.name),
+        )
+}
+
+/// Pick the dispatch to replay: `dispatch_id` when given (it must belong to
+/// `func_id`), else the first dispatch of `func_id`.
+///
+/// # Errors
+/// [`ReplayError::Selection`]: no dispatch of that func id, an unknown
+/// dispatch id (both list the available `(func_id, dispatch_id)` pairs), or
+/// a dispatch id that belongs to another func id (says which).
+pub fn select_dispatch(
+    k: &KernelArgsFile,
+    func_id: u32,
+    dispatch_id: Option<u64>,
+    kernels: &[KernelDef],
+) -> Result<Selection, ReplayError> {
+    let path = k.path.display();
+    let of_func: Vec<u64> = k
+        .doc
+        .dispatches
+        .iter()
+        .filter(|d| d.func_id == func_id)
+        .map(|d| d.dispatch_id)
+        .collect();
+    match dispatch_id {
+        Some(id) => {
+            let Some(d) = k.dispatch(id) else {
+                return Err(ReplayError::Selection(format!(
+                    "{path}: no dispatch with dispatch_id {id}; available (func_id, dispatch_id) pairs: {}",
+                    available_pairs(k)
+                )));
+            };
+            if d.func_id != func_id {
+                let mine = if of_func.is_empty() {
+                    format!("{} has no dispatches in this dump", kernel_label(kernels, func_id))
+                } else {
+                    format!(
+                        "dispatches of {}: {}",
+                        kernel_label(kernels, func_id),
+                        of_func
+                            .iter()
+                            .map(u64::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                };
+                return Err(ReplayError::Selection(format!(
+                    "{path}: dispatch_id {id} belongs to {} (task {}, {}), not to --func-id {func_id}; {mine}",
+                    kernel_label(kernels, d.func_id),
+                    d.task_id,
+                    d.subtask
+                )));
+            }
+            Ok(Selection {
+                dispatch_id: id,
+                note: None,
+            })
+        }
+        None => {
+            let Some(&first) = of_func.iter().min() else {
+                return Err(ReplayError::Selection(format!(
+                    "{path}: no dispatch of {}; available (func_id, dispatch_id) pairs: {}",
+                    kernel_label(kernels, func_id),
+                    available_pairs(k)
+                )));
+            };
+            Ok(Selection {
+                dispatch_id: first,
+                note: Some(format!(
+                    "no --dispatch-id given: replaying dispatch {first}, the first of {} ({} dispatch{} of it in the dump)",
+                    kernel_label(kernels, func_id),
+                    of_func.len(),
+                    if of_func.len() == 1 { "" } else { "es" }
+                )),
+            })
+        }
+    }
+}
+
+/// The slot fields that must agree between the members of a MIX cluster
+/// (they all get the task's argument array; descriptor addresses differ
+/// because every member has its own payload).
+fn slot_key(s: &SlotJson) -> impl PartialEq + '_ {
+    (
+        s.arg_index,
+        &s.kind,
+        &s.dtype,
+        &s.addr,
+        &s.shape,
+        &s.strides,
+        s.start_offset,
+        s.size,
+        &s.bits,
+    )
+}
+
+/// Cluster counts (1..=`max`) under which every dispatch's core id is the
+/// member its subtask says.
+fn consistent_clusters(k: &KernelArgsFile, max: u32) -> Vec<u32> {
+    (1..=max)
+        .filter(|&c| {
+            k.doc.dispatches.iter().all(|d| {
+                topology::locate(c, d.core_id).is_some_and(|(_, m)| m.name() == d.subtask)
+            })
+        })
+        .collect()
+}
+
+fn identity(d: &DispatchJson) -> DispatchIdentity {
+    DispatchIdentity {
+        dispatch_id: Some(d.dispatch_id),
+        task_id: Some(d.task_id.clone()),
+        subtask: d.subtask.clone(),
+        core_id: Some(d.core_id),
+        block_idx: d.block_idx,
+        block_num: d.block_num,
+        sub_block_id: d
+            .context
+            .iter()
+            .find(|c| c.kind == "global_context")
+            .and_then(|c| c.sub_block_id),
+    }
+}
+
+/// Build the spec of dispatch `dispatch_id` from the kernel args dump `k`
+/// and, when there is one, the tensor dump of the same run.
+///
+/// # Errors
+/// [`ReplayError::Selection`] for an unknown dispatch id;
+/// [`ReplayError::Rebuild`] when the dispatch ran a func id the workload
+/// does not have (or on another core type), when the core ids contradict
+/// `clusters`, or when the tensor dump's records contradict the slots.
+pub fn rebuild(
+    k: &KernelArgsFile,
+    dump: Option<&Dump>,
+    dispatch_id: u64,
+    opts: &RebuildOptions<'_>,
+) -> Result<ReplaySpec, ReplayError> {
+    let path = k.path.display().to_string();
+    let d = k.dispatch(dispatch_id).ok_or_else(|| {
+        ReplayError::Selection(format!(
+            "{path}: no dispatch with dispatch_id {dispatch_id}; available (func_id, dispatch_id) pairs: {}",
+            available_pairs(k)
+        ))
+    })?;
+    let mut notes = Vec::new();
+
+    // The cluster: every dispatch of the same task and block, AIC first.
+    let mut members: Vec<&DispatchJson> = k
+        .doc
+        .dispatches
+        .iter()
+        .filter(|m| m.task_id == d.task_id && m.block_idx == d.block_idx)
+        .collect();
+    members.sort_by_key(|m| m.subtask_id);
+    for m in &members {
+        if m.args.len() != d.args.len()
+            || m.args.iter().zip(&d.args).any(|(a, b)| slot_key(a) != slot_key(b))
+        {
+            return Err(ReplayError::Rebuild(format!(
+                "{path}: dispatches {} and {} are members of one MIX block (task {}, block {}) but their argument slots differ",
+                d.dispatch_id, m.dispatch_id, d.task_id, d.block_idx
+            )));
+        }
+    }
+
+    // Kernels: each member's func id must be a kernel of the workload on
+    // the core type it ran on.
+    let mut member_specs = Vec::new();
+    for m in &members {
+        let Some(kd) = opts.kernels.iter().find(|kd| kd.func_id == m.func_id) else {
+            return Err(ReplayError::Rebuild(format!(
+                "{path}: dispatch {} ran func_id {}, which workload {} does not have (its kernels: {}); is the dump from another workload?",
+                m.dispatch_id,
+                m.func_id,
+                opts.workload,
+                kernel_list(opts.kernels)
+            )));
+        };
+        if kd.core_type.name() != m.core_type {
+            return Err(ReplayError::Rebuild(format!(
+                "{path}: dispatch {} ran func_id {} on an {} core, but workload {} registers func_id {} '{}' for {}; is the dump from another workload?",
+                m.dispatch_id,
+                m.func_id,
+                m.core_type,
+                opts.workload,
+                kd.func_id,
+                kd.name,
+                kd.core_type.name()
+            )));
+        }
+        if !topology::locate(opts.clusters, m.core_id).is_some_and(|(_, s)| s.name() == m.subtask)
+        {
+            let max = simpler_chip::ArchProfile::by_name(opts.arch).map_or(36, |a| a.max_clusters);
+            let fits = consistent_clusters(k, max);
+            return Err(ReplayError::Rebuild(format!(
+                "{path}: dispatch {} ran as {} on core {}, which is not an {} core with --clusters {}; the dump's core ids fit --clusters {}; pass the --clusters of the run that wrote the dump",
+                m.dispatch_id,
+                m.subtask,
+                m.core_id,
+                m.subtask,
+                opts.clusters,
+                if fits.is_empty() {
+                    "no value".to_string()
+                } else {
+                    fits.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+                }
+            )));
+        }
+        member_specs.push(MemberSpec {
+            func_id: m.func_id,
+            kernel: kd.name.to_string(),
+            core_type: m.core_type.clone(),
+            dispatch: identity(m),
+        });
+    }
+    let selected = members
+        .iter()
+        .position(|m| m.dispatch_id == d.dispatch_id)
+        .unwrap_or(0);
+    let top = member_specs[selected].clone();
+    if member_specs.len() > 1 {
+        notes.push(format!(
+            "MIX dispatch: the replay runs the whole cluster ({}) with the same arguments",
+            member_specs
+                .iter()
+                .map(|m| format!(
+                    "{} func {} {} dispatch {}",
+                    m.dispatch.subtask,
+                    m.func_id,
+                    m.kernel,
+                    m.dispatch.dispatch_id.unwrap_or(0)
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    notes.push(format!(
+        "arch {} and clusters {} are not recorded in the dumps; they are the values given to insight-trace (--arch, --clusters)",
+        opts.arch, opts.clusters
+    ));
+
+    // Tensor dump records of this task, by (stage, slot).
+    let task = parse_hex_u64(&d.task_id).map(TaskId);
+    let bin = dump.map(|dp| std::fs::canonicalize(dp.bin_path()).unwrap_or_else(|_| dp.bin_path().to_path_buf()));
+    let mut recs: BTreeMap<(Stage, u32), &Record> = BTreeMap::new();
+    if let (Some(dp), Some(task)) = (dump, task) {
+        for r in dp.records().iter().filter(|r| r.task_id == task && r.kind == RecordKind::Tensor) {
+            recs.entry((r.stage, r.arg_index)).or_insert(r);
+        }
+        if dp.records().iter().all(|r| r.task_id != task) {
+            notes.push(format!(
+                "the tensor dump has no record of task {} (dump level {})",
+                d.task_id,
+                dp.header().dump_level.map_or("?".into(), |l| l.to_string())
+            ));
+        }
+    }
+    if dump.is_none() {
+        notes.push(
+            "no tensor dump next to the kernel args dump: input tensors are zero-filled and outputs cannot be verified"
+                .into(),
+        );
+    }
+    let level = dump.and_then(|dp| dp.header().dump_level);
+
+    let mut args = Vec::with_capacity(d.args.len());
+    for s in &d.args {
+        if s.kind == "scalar" {
+            let bits = s.bits.as_deref().and_then(parse_hex_u64).unwrap_or(0);
+            let dtype = simpler_core::DType::from_name(&s.dtype);
+            args.push(ArgSpec {
+                arg_index: s.arg_index,
+                kind: "scalar".into(),
+                dtype: s.dtype.clone(),
+                shape: None,
+                strides: None,
+                start_offset: None,
+                size: None,
+                role: None,
+                data: None,
+                expected: None,
+                bits: Some(format!("0x{bits:016x}")),
+                value: dtype.and_then(|t| scalar_value(t, bits)),
+                note: None,
+            });
+            continue;
+        }
+        let shape = s.shape.clone().unwrap_or_default();
+        let before = recs.get(&(Stage::BeforeDispatch, s.arg_index)).copied();
+        let after = recs.get(&(Stage::AfterCompletion, s.arg_index)).copied();
+        for r in [before, after].into_iter().flatten() {
+            if r.dtype.name() != s.dtype || r.shape != shape {
+                return Err(ReplayError::Rebuild(format!(
+                    "tensor dump record {} ({}, {}) is {} {:?} but slot {} of dispatch {} in {path} is {} {:?}; are the two dumps from different runs?",
+                    r.index,
+                    r.label(),
+                    r.stage,
+                    r.dtype.name(),
+                    r.shape,
+                    s.arg_index,
+                    d.dispatch_id,
+                    s.dtype,
+                    shape
+                )));
+            }
+        }
+        let role = before.or(after).map(|r| r.role);
+        let mut why = Vec::new();
+        let data = match (before, bin.as_ref()) {
+            (Some(r), Some(b)) if complete(r) => DataSource::Dump {
+                file: b.clone(),
+                bin_offset: r.bin_offset,
+                bin_size: r.bin_size,
+                record: Some(r.index),
+            },
+            _ if matches!(role, Some(ArgRole::Output | ArgRole::OutputExisting)) => {
+                DataSource::Sentinel
+            }
+            (r, _) => {
+                why.push(format!(
+                    "zero-filled: {}",
+                    missing("before_dispatch", r, dump.is_some(), level, &d.task_id, s.arg_index)
+                ));
+                DataSource::Zeros
+            }
+        };
+        let expected = match (after, bin.as_ref()) {
+            (Some(r), Some(b)) if complete(r) => Some(DataSource::Dump {
+                file: b.clone(),
+                bin_offset: r.bin_offset,
+                bin_size: r.bin_size,
+                record: Some(r.index),
+            }),
+            (r, _) => {
+                if r.is_some() || role.is_none() || role.is_some_and(writes) {
+                    why.push(format!(
+                        "not verifiable: {}",
+                        missing("after_completion", r, dump.is_some(), level, &d.task_id, s.arg_index)
+                    ));
+                }
+                None
+            }
+        };
+        args.push(ArgSpec {
+            arg_index: s.arg_index,
+            kind: "tensor".into(),
+            dtype: s.dtype.clone(),
+            shape: Some(shape),
+            strides: s.strides.clone(),
+            start_offset: s.start_offset,
+            size: s.size,
+            role: role.map(|r| role_name(r).to_string()),
+            data: Some(data),
+            expected,
+            bits: None,
+            value: None,
+            note: (!why.is_empty()).then(|| why.join("; ")),
+        });
+    }
+
+    Ok(ReplaySpec {
+        schema_version: SPEC_SCHEMA_VERSION,
+        workload: opts.workload.into(),
+        case: opts.case.into(),
+        arch: opts.arch.into(),
+        clusters: opts.clusters,
+        func_id: top.func_id,
+        kernel: top.kernel.clone(),
+        core_type: top.core_type.clone(),
+        dispatch: top.dispatch.clone(),
+        members: if member_specs.len() > 1 {
+            member_specs
+        } else {
+            Vec::new()
+        },
+        args,
+        source: Some(SpecSource {
+            kernel_args_dump: Some(canonical(&k.path)),
+            tensor_dump: dump.map(|dp| canonical(dp.manifest_path())),
+        }),
+        notes,
+    })
+}
+
+fn canonical(p: &std::path::Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+fn kernel_list(kernels: &[KernelDef]) -> String {
+    kernels
+        .iter()
+        .map(|k| format!("{} {} [{}]", k.func_id, k.name, k.core_type.name()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Dumps write `output_existing` as `output`; the spec does the same.
+fn role_name(r: ArgRole) -> &'static str {
+    match r {
+        ArgRole::OutputExisting => "output",
+        other => other.name(),
+    }
+}
+
+fn writes(r: ArgRole) -> bool {
+    matches!(
+        r,
+        ArgRole::Output | ArgRole::OutputExisting | ArgRole::InOut
+    )
+}
+
+/// A record whose payload is the whole view.
+fn complete(r: &Record) -> bool {
+    !r.truncated && !r.overwritten && r.bin_size == r.expected_bytes() && r.bin_size > 0
+}
+
+/// Why a stage's payload is not available.
+fn missing(
+    stage: &str,
+    r: Option<&Record>,
+    have_dump: bool,
+    level: Option<u8>,
+    task: &str,
+    slot: u32,
+) -> String {
+    match r {
+        _ if !have_dump => "no tensor dump next to the kernel args dump".into(),
+        None => format!(
+            "the tensor dump has no {stage} record of task {task} slot {slot}{}",
+            match level {
+                Some(1) => " (dump level 1 records only .dump()-marked args)",
+                _ => "",
+            }
+        ),
+        Some(r) if r.truncated => format!(
+            "{stage} record {} is truncated ({} of {} bytes; drop policy)",
+            r.index,
+            r.bin_size,
+            r.expected_bytes()
+        ),
+        Some(r) if r.overwritten => format!(
+            "{stage} record {} was overwritten before it was written out (drop policy)",
+            r.index
+        ),
+        Some(r) if r.is_metadata_only() => format!(
+            "{stage} record {} has no payload (dump level 3: metadata only for unmarked args)",
+            r.index
+        ),
+        Some(r) => format!(
+            "{stage} record {} holds {} bytes of the view's {}",
+            r.index,
+            r.bin_size,
+            r.expected_bytes()
+        ),
+    }
+}

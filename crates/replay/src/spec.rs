@@ -1,0 +1,1360 @@
+//! `replay_spec.json`: everything one replay needs, in one file a user can
+//! read, edit and re-run (`simpler insight-trace … --arg-spec FILE`).
+//!
+//! ```json
+//! { "schema_version": 1, "workload": "paged_attention", "case": "CaseSmall1",
+//!   "arch": "a2a3", "clusters": 8,
+//!   "func_id": 1, "kernel": "softmax_prepare", "core_type": "aiv",
+//!   "dispatch": {"dispatch_id": 3, "task_id": "0x0000000200000005", "subtask": "aiv0",
+//!                "core_id": 12, "block_idx": 0, "block_num": 1, "sub_block_id": 0},
+//!   "args": [
+//!     {"arg_index": 0, "kind": "tensor", "dtype": "FLOAT32", "shape": [16, 16],
+//!      "strides": [16, 1], "start_offset": 0, "size": 1024, "role": "input",
+//!      "data": {"source": "dump", "file": "/…/tensor_dump.bin", "bin_offset": 1536, "bin_size": 1024}},
+//!     {"arg_index": 1, "kind": "tensor", "dtype": "BFLOAT16", "shape": [16, 16], "role": "output",
+//!      "data": {"source": "sentinel"},
+//!      "expected": {"source": "dump", "file": "/…/tensor_dump.bin", "bin_offset": 2560, "bin_size": 512}},
+//!     {"arg_index": 4, "kind": "scalar", "dtype": "FLOAT32", "bits": "0x000000003e800000", "value": 0.25} ] }
+//! ```
+//!
+//! - `dispatch` is the selected dispatch's identity; a MIX dispatch lists
+//!   every member of its cluster in `members` (each with its own func id,
+//!   kernel and identity), and all of them run with the same `args`.
+//! - `args` are the tensor and scalar slots in slot order (tensors first,
+//!   then scalars, as the dispatch ABI lays them out). Context slots 48/49
+//!   are never listed: they are synthesized from `block_idx`, `block_num`
+//!   and `sub_block_id`.
+//! - A tensor's `data` says what its view holds before the kernel runs:
+//!   `dump` (bytes of a tensor dump record: `file` + `bin_offset` +
+//!   `bin_size`), `zeros`, `fill` (every element `value`, or raw element
+//!   `bits`), `file` (a raw little-endian file of the view's bytes, `path`
+//!   relative to the spec) or `sentinel` (the byte pattern
+//!   [`SENTINEL_BYTE`], for outputs, so the replay can tell which elements
+//!   the kernel wrote). `expected` (same forms, `dump` or `file`) holds the
+//!   bytes the view should hold afterwards; verification compares them.
+//! - A scalar gives its raw 64-bit slot `bits` (hex), its `value` (parsed
+//!   by `dtype`), or both (they must agree).
+//!
+//! Optional fields have defaults so that a hand-written spec stays short:
+//! `arch` `a2a3`, `clusters` 8, `strides` row-major, `start_offset` 0,
+//! `size` what the view needs, `data` `sentinel` for outputs and `zeros`
+//! otherwise, `core_id` the member's core in cluster 0, `sub_block_id` the
+//! member's (AIV1 1, else 0). Unknown fields are refused (a typo would
+//! otherwise be silently ignored).
+
+use std::path::{Path, PathBuf};
+
+use half::{bf16, f16};
+use serde::{Deserialize, Serialize};
+use simpler_chip::ArchProfile;
+use simpler_core::{
+    abi::{GLOBAL_CONTEXT_SLOT, LOCAL_CONTEXT_SLOT, MAX_SCALARS, MAX_TENSORS},
+    topology::{self, Subtask},
+    ArgRole, ChipTensor, DType, TaskId, MAX_DIMS,
+};
+use simpler_dump::{
+    manifest::ScalarValue,
+    reader::{parse_hex_u64, parse_role},
+};
+
+use crate::ReplayError;
+
+/// File name of the spec inside a replay workspace.
+pub const SPEC_FILE: &str = "replay_spec.json";
+/// The `schema_version` this module reads and writes.
+pub const SPEC_SCHEMA_VERSION: u32 = 1;
+/// Arch profile when a spec does not say.
+pub const DEFAULT_ARCH: &str = "a2a3";
+/// Clusters when a spec does not say (the runtime's default).
+pub const DEFAULT_CLUSTERS: u32 = 8;
+/// Byte written over every `sentinel` tensor before the kernel runs.
+///
+/// An element still holding it afterwards was not written. `0xA5` repeated
+/// is an unlikely result for every dtype (f32 −2.9e−16, bf16 −2.9e−16,
+/// i32 −1515870811, u8 165); a kernel that happens to write exactly this
+/// pattern is counted as not having written the element.
+pub const SENTINEL_BYTE: u8 = 0xA5;
+
+fn default_arch() -> String {
+    DEFAULT_ARCH.into()
+}
+
+fn default_clusters() -> u32 {
+    DEFAULT_CLUSTERS
+}
+
+/// The whole `replay_spec.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplaySpec {
+    /// Format version ([`SPEC_SCHEMA_VERSION`]).
+    pub schema_version: u32,
+    /// Workload whose kernel registry holds the kernels.
+    pub workload: String,
+    /// Case of the run the arguments come from (for labels and reports).
+    pub case: String,
+    /// Arch profile (`a2a3`, `a5`): local buffer sizes and timing table.
+    #[serde(default = "default_arch")]
+    pub arch: String,
+    /// Clusters of the chip the dispatch ran on (core id numbering).
+    #[serde(default = "default_clusters")]
+    pub clusters: u32,
+    /// Func id of the selected kernel.
+    pub func_id: u32,
+    /// Its name in the workload's registry (checked).
+    pub kernel: String,
+    /// `aic` or `aiv`.
+    pub core_type: String,
+    /// Identity of the selected dispatch.
+    pub dispatch: DispatchIdentity,
+    /// Every member of a MIX cluster (including the selected one), in run
+    /// order; empty for a plain AIC or AIV dispatch.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<MemberSpec>,
+    /// Tensor and scalar slots in slot order.
+    pub args: Vec<ArgSpec>,
+    /// Where the spec was rebuilt from (informational).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<SpecSource>,
+    /// What the rebuild had to assume or could not do (informational).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// Who ran a dispatch and as which block.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DispatchIdentity {
+    /// `dispatch_id` in the kernel args dump.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dispatch_id: Option<u64>,
+    /// Task id, `0x%016x`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    /// `aic`, `aiv0` or `aiv1`.
+    pub subtask: String,
+    /// Core id it ran on (default: this member's core in cluster 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub core_id: Option<u32>,
+    /// SPMD block index.
+    pub block_idx: u32,
+    /// SPMD block count.
+    pub block_num: u32,
+    /// Global context value (default: 1 for `aiv1`, else 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sub_block_id: Option<i32>,
+}
+
+/// One member of a MIX cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemberSpec {
+    /// The member's kernel.
+    pub func_id: u32,
+    /// Its name in the registry.
+    pub kernel: String,
+    /// `aic` or `aiv`.
+    pub core_type: String,
+    /// The member's own dispatch identity.
+    pub dispatch: DispatchIdentity,
+}
+
+/// Where a spec came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpecSource {
+    /// The kernel args dump the slots were read from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_args_dump: Option<PathBuf>,
+    /// The tensor dump the bytes were read from (absent: none was found).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tensor_dump: Option<PathBuf>,
+}
+
+/// One tensor or scalar slot. Fields not listed for a kind are refused.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArgSpec {
+    /// Slot index (tensors `0..T`, scalars `T..T+S`).
+    pub arg_index: u32,
+    /// `tensor` or `scalar`.
+    pub kind: String,
+    /// Element type (UPPERCASE, as in the dumps).
+    pub dtype: String,
+    /// Tensor: view shape (1–5 dims).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<Vec<u64>>,
+    /// Tensor: strides in elements (default row-major).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strides: Option<Vec<u64>>,
+    /// Tensor: offset of the view's first element in the buffer (elements).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_offset: Option<u64>,
+    /// Tensor: bytes of the underlying buffer (descriptor `size`; default
+    /// and minimum: what the view needs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// Tensor: `input`, `output`, `inout` (also `output_existing`,
+    /// `no_dep`), from the tensor dump records of the task; absent when
+    /// unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// Tensor: what the view holds before the kernel runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<DataSource>,
+    /// Tensor: what the view should hold afterwards (`dump` or `file`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected: Option<DataSource>,
+    /// Scalar: raw 64-bit slot, `0x…`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bits: Option<String>,
+    /// Scalar: the value, by `dtype`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<ScalarValue>,
+    /// Why the data is what it is (zero fill reasons, overrides).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// Bytes for a tensor view.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "source", rename_all = "snake_case", deny_unknown_fields)]
+pub enum DataSource {
+    /// A tensor dump record's payload: the view's bytes, row-major.
+    Dump {
+        /// The `.bin` file (relative paths are relative to the spec).
+        file: PathBuf,
+        /// First byte.
+        bin_offset: u64,
+        /// Bytes (must equal the view's).
+        bin_size: u64,
+        /// The record's index in `tensor_dump.json` (informational).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        record: Option<usize>,
+    },
+    /// All elements zero.
+    Zeros,
+    /// Every element `value` (by the tensor's dtype) or raw `bits` (hex).
+    Fill {
+        /// The value.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        value: Option<ScalarValue>,
+        /// Raw element bits, `0x…`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bits: Option<String>,
+    },
+    /// A raw little-endian file of the view's bytes, row-major.
+    File {
+        /// Relative paths are relative to the spec.
+        path: PathBuf,
+    },
+    /// The [`SENTINEL_BYTE`] pattern over the whole buffer (outputs).
+    Sentinel,
+}
+
+impl DataSource {
+    /// `dump`, `zeros`, `fill`, `file` or `sentinel`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            DataSource::Dump { .. } => "dump",
+            DataSource::Zeros => "zeros",
+            DataSource::Fill { .. } => "fill",
+            DataSource::File { .. } => "file",
+            DataSource::Sentinel => "sentinel",
+        }
+    }
+
+    /// Relative paths made absolute against `base` (so that a spec copied
+    /// into a workspace still finds its files).
+    pub fn resolved(&self, base: &Path) -> DataSource {
+        let abs = |p: &PathBuf| {
+            if p.is_absolute() {
+                p.clone()
+            } else {
+                base.join(p)
+            }
+        };
+        match self {
+            DataSource::Dump {
+                file,
+                bin_offset,
+                bin_size,
+                record,
+            } => DataSource::Dump {
+                file: abs(file),
+                bin_offset: *bin_offset,
+                bin_size: *bin_size,
+                record: *record,
+            },
+            DataSource::File { path } => DataSource::File { path: abs(path) },
+            other => other.clone(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Validated form
+
+/// A validated spec: what [`crate::replay::execute`] runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// Arch profile (buffer sizes, clock).
+    pub arch: ArchProfile,
+    /// Clusters of the chip (core id numbering).
+    pub clusters: u32,
+    /// Members to run, in run order (AIC, AIV0, AIV1); one for AIC/AIV.
+    pub members: Vec<Member>,
+    /// Index in `members` of the selected dispatch.
+    pub selected: usize,
+    /// Tensor slots `0..T`.
+    pub tensors: Vec<TensorArg>,
+    /// Scalar slots `T..T+S`.
+    pub scalars: Vec<ScalarArg>,
+    /// SPMD block of the dispatch.
+    pub block_idx: u32,
+    /// SPMD block count.
+    pub block_num: u32,
+}
+
+impl Plan {
+    /// The selected member.
+    pub fn selected(&self) -> &Member {
+        &self.members[self.selected]
+    }
+}
+
+/// One core to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    /// Kernel func id.
+    pub func_id: u32,
+    /// Kernel name.
+    pub kernel: String,
+    /// Cluster member.
+    pub subtask: Subtask,
+    /// Core id (DESIGN §2 numbering).
+    pub core_id: u32,
+    /// Cluster index of `core_id`.
+    pub cluster: u32,
+    /// Global context value.
+    pub sub_block_id: i32,
+    /// Dispatch id, when known.
+    pub dispatch_id: Option<u64>,
+    /// Task id, when known.
+    pub task_id: Option<TaskId>,
+}
+
+/// A validated tensor slot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TensorArg {
+    /// Slot.
+    pub arg_index: u32,
+    /// Element type.
+    pub dtype: DType,
+    /// View shape.
+    pub shape: Vec<u32>,
+    /// View strides (elements).
+    pub strides: Vec<u32>,
+    /// View offset (elements).
+    pub start_offset: u64,
+    /// Descriptor `size`: bytes of the buffer (≥ [`TensorArg::needed_bytes`]).
+    pub size: u64,
+    /// Role, when known.
+    pub role: Option<ArgRole>,
+    /// Initial content.
+    pub data: DataSource,
+    /// Expected content after the kernel, when known.
+    pub expected: Option<DataSource>,
+    /// Why the data is what it is.
+    pub note: Option<String>,
+}
+
+impl TensorArg {
+    /// Elements of the view.
+    pub fn numel(&self) -> u64 {
+        self.shape.iter().map(|&s| u64::from(s)).product()
+    }
+
+    /// Bytes of the view, gathered densely.
+    pub fn view_bytes(&self) -> u64 {
+        self.numel() * self.dtype.size() as u64
+    }
+
+    /// Elements from the view's first to its last element, inclusive.
+    pub fn extent_elems(&self) -> u64 {
+        if self.numel() == 0 {
+            return 0;
+        }
+        1 + self
+            .shape
+            .iter()
+            .zip(&self.strides)
+            .map(|(&s, &st)| u64::from(s - 1) * u64::from(st))
+            .sum::<u64>()
+    }
+
+    /// Dense row-major view.
+    pub fn is_contiguous(&self) -> bool {
+        let mut expect = 1u64;
+        for (&s, &st) in self.shape.iter().zip(&self.strides).rev() {
+            if s != 1 && u64::from(st) != expect {
+                return false;
+            }
+            expect *= u64::from(s);
+        }
+        true
+    }
+
+    /// Bytes the buffer needs to hold the view: `(start_offset + extent) × elem`.
+    pub fn needed_bytes(&self) -> u64 {
+        (self.start_offset + self.extent_elems()) * self.dtype.size() as u64
+    }
+
+    /// Bytes the replay allocates: the descriptor's `size`, at least what
+    /// the view needs.
+    pub fn buffer_bytes(&self) -> u64 {
+        self.size.max(self.needed_bytes())
+    }
+
+    /// True when the kernel writes it (output, output_existing, inout).
+    pub fn is_written(&self) -> bool {
+        matches!(
+            self.role,
+            Some(ArgRole::Output | ArgRole::OutputExisting | ArgRole::InOut)
+        )
+    }
+
+    /// The 128-byte descriptor for a buffer at `addr`.
+    pub fn descriptor(&self, addr: u64) -> ChipTensor {
+        let mut shapes = [0u32; MAX_DIMS];
+        let mut strides = [0u32; MAX_DIMS];
+        shapes[..self.shape.len()].copy_from_slice(&self.shape);
+        strides[..self.strides.len()].copy_from_slice(&self.strides);
+        ChipTensor {
+            addr,
+            size: self.size,
+            owner_task_id: TaskId::NONE,
+            start_offset: self.start_offset,
+            version: 0,
+            ndims: self.shape.len() as u32,
+            dtype: self.dtype,
+            manual_dep: false,
+            is_contiguous: self.is_contiguous(),
+            address_space: 0,
+            shapes,
+            extent_elems: self.extent_elems(),
+            strides,
+        }
+    }
+}
+
+/// A validated scalar slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScalarArg {
+    /// Slot.
+    pub arg_index: u32,
+    /// Declared dtype.
+    pub dtype: DType,
+    /// Raw slot bits.
+    pub bits: u64,
+}
+
+// ---------------------------------------------------------------------------
+// Reading, writing, validating
+
+impl ReplaySpec {
+    /// Read and validate a spec file.
+    ///
+    /// # Errors
+    /// [`ReplayError::Io`] when it cannot be read, [`ReplayError::SpecJson`]
+    /// for malformed JSON, [`ReplayError::Spec`] naming the field otherwise.
+    pub fn load(path: &Path) -> Result<ReplaySpec, ReplayError> {
+        let text = std::fs::read(path).map_err(|e| ReplayError::io(path, &e))?;
+        let spec = ReplaySpec::parse(&path.display().to_string(), &text)?;
+        spec.plan(&path.display().to_string())?;
+        Ok(spec)
+    }
+
+    /// Parse `text` (structure only; [`ReplaySpec::plan`] checks values).
+    /// `file` names the source in messages.
+    ///
+    /// # Errors
+    /// As for [`ReplaySpec::load`].
+    pub fn parse(file: &str, text: &[u8]) -> Result<ReplaySpec, ReplayError> {
+        let de = &mut serde_json::Deserializer::from_slice(text);
+        serde_path_to_error::deserialize(de).map_err(|e| {
+            let inner = e.inner();
+            let at = format!("line {}, column {}", inner.line(), inner.column());
+            let what = inner.to_string();
+            let what = what
+                .rsplit_once(" at line ")
+                .map_or(what.as_str(), |(m, _)| m)
+                .to_string();
+            let field = e.path().to_string();
+            match inner.classify() {
+                serde_json::error::Category::Eof => ReplayError::SpecJson {
+                    file: file.into(),
+                    msg: format!("truncated JSON: the file ends at {at} ({what})"),
+                },
+                serde_json::error::Category::Syntax | serde_json::error::Category::Io => {
+                    ReplayError::SpecJson {
+                        file: file.into(),
+                        msg: format!("malformed JSON at {at}: {what}"),
+                    }
+                }
+                serde_json::error::Category::Data => ReplayError::Spec {
+                    file: file.into(),
+                    field: if field == "." {
+                        "(top level)".into()
+                    } else {
+                        field
+                    },
+                    msg: format!("{what} (at {at})"),
+                },
+            }
+        })
+    }
+
+    /// Pretty JSON, as written to `replay_spec.json`.
+    pub fn to_json(&self) -> String {
+        // A spec holds strings, numbers, lists and maps only.
+        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+
+    /// A copy whose relative `file`/`path` references are made absolute
+    /// against `base` (the folder of the spec they were relative to).
+    pub fn with_absolute_paths(&self, base: &Path) -> ReplaySpec {
+        let mut s = self.clone();
+        for a in &mut s.args {
+            a.data = a.data.as_ref().map(|d| d.resolved(base));
+            a.expected = a.expected.as_ref().map(|d| d.resolved(base));
+        }
+        s
+    }
+
+    /// `<workload>_<case>_f<func>[_d<dispatch>]`: the workspace label.
+    pub fn label(&self) -> String {
+        match self.dispatch.dispatch_id {
+            Some(d) => format!("{}_{}_f{}_d{d}", self.workload, self.case, self.func_id),
+            None => format!("{}_{}_f{}", self.workload, self.case, self.func_id),
+        }
+    }
+
+    /// Validate every value; `file` names the spec in messages.
+    ///
+    /// # Errors
+    /// [`ReplayError::Spec`] naming the first bad field.
+    pub fn plan(&self, file: &str) -> Result<Plan, ReplayError> {
+        let bad = |field: &str, msg: String| ReplayError::Spec {
+            file: file.into(),
+            field: field.into(),
+            msg,
+        };
+        if self.schema_version != SPEC_SCHEMA_VERSION {
+            return Err(bad(
+                "schema_version",
+                format!(
+                    "{} is not a version this reader understands ({SPEC_SCHEMA_VERSION})",
+                    self.schema_version
+                ),
+            ));
+        }
+        let arch = ArchProfile::by_name(&self.arch).ok_or_else(|| {
+            bad(
+                "arch",
+                format!(
+                    "unknown arch {:?}: expected one of {:?}",
+                    self.arch,
+                    ArchProfile::NAMES
+                ),
+            )
+        })?;
+        if self.clusters == 0 || self.clusters > arch.max_clusters {
+            return Err(bad(
+                "clusters",
+                format!(
+                    "{} is outside 1..={} for arch {}",
+                    self.clusters, arch.max_clusters, arch.name
+                ),
+            ));
+        }
+        let top = member(
+            &bad,
+            "",
+            self.clusters,
+            self.func_id,
+            &self.kernel,
+            &self.core_type,
+            &self.dispatch,
+        )?;
+        let (members, selected) = if self.members.is_empty() {
+            (vec![top], 0)
+        } else {
+            let mut ms = Vec::with_capacity(self.members.len());
+            for (i, m) in self.members.iter().enumerate() {
+                let p = format!("members[{i}].");
+                let mm = member(
+                    &bad,
+                    &p,
+                    self.clusters,
+                    m.func_id,
+                    &m.kernel,
+                    &m.core_type,
+                    &m.dispatch,
+                )?;
+                if ms.iter().any(|o: &Member| o.subtask == mm.subtask) {
+                    return Err(bad(
+                        &format!("{p}dispatch.subtask"),
+                        format!("two members are {}", mm.subtask),
+                    ));
+                }
+                if mm.cluster != top.cluster {
+                    return Err(bad(
+                        &format!("{p}dispatch.core_id"),
+                        format!(
+                            "core {} is in cluster {}, but the selected dispatch ran in cluster {}: a MIX block runs on one cluster",
+                            mm.core_id, mm.cluster, top.cluster
+                        ),
+                    ));
+                }
+                if (m.dispatch.block_idx, m.dispatch.block_num)
+                    != (self.dispatch.block_idx, self.dispatch.block_num)
+                {
+                    return Err(bad(
+                        &format!("{p}dispatch.block_idx"),
+                        format!(
+                            "block {}/{} differs from the selected dispatch's {}/{}",
+                            m.dispatch.block_idx,
+                            m.dispatch.block_num,
+                            self.dispatch.block_idx,
+                            self.dispatch.block_num
+                        ),
+                    ));
+                }
+                ms.push(mm);
+            }
+            let Some(sel) = ms
+                .iter()
+                .position(|m| m.subtask == top.subtask && m.func_id == top.func_id)
+            else {
+                return Err(bad(
+                    "members",
+                    format!(
+                        "no member is the selected dispatch (func_id {}, {})",
+                        top.func_id, top.subtask
+                    ),
+                ));
+            };
+            if ms[sel] != top {
+                return Err(bad(
+                    &format!("members[{sel}]"),
+                    "differs from the top-level func_id/kernel/core_type/dispatch it must repeat"
+                        .into(),
+                ));
+            }
+            (ms, sel)
+        };
+
+        let mut tensors = Vec::new();
+        let mut scalars = Vec::new();
+        for (k, a) in self.args.iter().enumerate() {
+            let p = format!("args[{k}]");
+            if a.arg_index as usize != k {
+                return Err(bad(
+                    &format!("{p}.arg_index"),
+                    format!(
+                        "{} but slots are listed in order from 0 (expected {k}){}",
+                        a.arg_index,
+                        if a.arg_index as usize >= LOCAL_CONTEXT_SLOT {
+                            "; context slots 48/49 are synthesized, never listed"
+                        } else {
+                            ""
+                        }
+                    ),
+                ));
+            }
+            let dtype = DType::from_name(&a.dtype).ok_or_else(|| {
+                bad(
+                    &format!("{p}.dtype"),
+                    format!(
+                        "unknown dtype {:?}: expected one of {}",
+                        a.dtype,
+                        DType::ALL.map(DType::name).join(", ")
+                    ),
+                )
+            })?;
+            match a.kind.as_str() {
+                "tensor" => {
+                    if !scalars.is_empty() {
+                        return Err(bad(
+                            &format!("{p}.kind"),
+                            "a tensor slot after a scalar slot (tensors come first)".into(),
+                        ));
+                    }
+                    tensors.push(tensor_arg(&bad, &p, a, dtype)?);
+                }
+                "scalar" => {
+                    scalars.push(scalar_arg(&bad, &p, a, dtype)?);
+                }
+                other => {
+                    return Err(bad(
+                        &format!("{p}.kind"),
+                        format!("{other:?} is not \"tensor\" or \"scalar\""),
+                    ))
+                }
+            }
+        }
+        if tensors.len() > MAX_TENSORS {
+            return Err(bad(
+                "args",
+                format!(
+                    "{} tensor slots; at most {MAX_TENSORS}",
+                    tensors.len()
+                ),
+            ));
+        }
+        if scalars.len() > MAX_SCALARS {
+            return Err(bad(
+                "args",
+                format!(
+                    "{} scalar slots; at most {MAX_SCALARS}",
+                    scalars.len()
+                ),
+            ));
+        }
+        Ok(Plan {
+            arch,
+            clusters: self.clusters,
+            members,
+            selected,
+            tensors,
+            scalars,
+            block_idx: self.dispatch.block_idx,
+            block_num: self.dispatch.block_num,
+        })
+    }
+
+    /// Apply one `--set-arg SLOT=VALUE`: a scalar slot gets the value
+    /// parsed by its dtype (or `0x…` raw slot bits); a tensor slot is filled
+    /// with the value in every element (or `0x…` raw element bits).
+    /// Returns a line describing the change.
+    ///
+    /// # Errors
+    /// [`ReplayError::SetArg`]: no `=`, a slot that does not exist or is a
+    /// context slot, or a value the dtype cannot hold.
+    pub fn set_arg(&mut self, text: &str) -> Result<String, ReplayError> {
+        let err = |msg: String| ReplayError::SetArg {
+            arg: text.into(),
+            msg,
+        };
+        let Some((slot, value)) = text.split_once('=') else {
+            return Err(err(
+                "expected SLOT=VALUE (e.g. 4=0.5, or 4=0x3f000000 for raw bits)".into(),
+            ));
+        };
+        let slot: u32 = slot.trim().parse().map_err(|_| {
+            err(format!(
+                "slot {:?} is not a slot number (0..{LOCAL_CONTEXT_SLOT})",
+                slot.trim()
+            ))
+        })?;
+        let value = value.trim();
+        if slot as usize == LOCAL_CONTEXT_SLOT || slot as usize == GLOBAL_CONTEXT_SLOT {
+            return Err(err(format!(
+                "slot {slot} is the {} context slot: the replay synthesizes it from the dispatch's block_idx/block_num/sub_block_id and it cannot be set",
+                if slot as usize == LOCAL_CONTEXT_SLOT {
+                    "local"
+                } else {
+                    "global"
+                }
+            )));
+        }
+        let slots = self.slot_summary();
+        let Some(a) = self.args.iter_mut().find(|a| a.arg_index == slot) else {
+            return Err(err(format!("this dispatch has no slot {slot}; it has {slots}")));
+        };
+        let dtype = DType::from_name(&a.dtype)
+            .ok_or_else(|| err(format!("slot {slot} has unknown dtype {:?}", a.dtype)))?;
+        match a.kind.as_str() {
+            "scalar" => {
+                let bits = parse_bits(dtype, value, true).map_err(&err)?;
+                let before = a.bits.clone().unwrap_or_else(|| "-".into());
+                a.bits = Some(format!("0x{bits:016x}"));
+                a.value = scalar_value(dtype, bits);
+                a.note = Some(format!("set by --set-arg {slot}={value}"));
+                Ok(format!(
+                    "slot {slot} (scalar {}) set to {} (bits 0x{bits:016x}; was {before})",
+                    dtype.name(),
+                    a.value.map_or_else(|| value.to_string(), value_text)
+                ))
+            }
+            _ => {
+                let bits = parse_bits(dtype, value, false).map_err(&err)?;
+                let raw = value.starts_with("0x") || value.starts_with("0X");
+                a.data = Some(DataSource::Fill {
+                    value: if raw { None } else { scalar_value(dtype, bits) },
+                    bits: raw.then(|| format!("0x{bits:0w$x}", w = 2 * dtype.size())),
+                });
+                a.note = Some(format!("filled by --set-arg {slot}={value}"));
+                Ok(format!(
+                    "slot {slot} (tensor {} {:?}) filled with {value} in every element",
+                    dtype.name(),
+                    a.shape.clone().unwrap_or_default()
+                ))
+            }
+        }
+    }
+
+    /// `slots 0-3 (tensors), 4 (scalar)`-style summary for messages.
+    pub fn slot_summary(&self) -> String {
+        let t: Vec<u32> = self
+            .args
+            .iter()
+            .filter(|a| a.kind == "tensor")
+            .map(|a| a.arg_index)
+            .collect();
+        let s: Vec<u32> = self
+            .args
+            .iter()
+            .filter(|a| a.kind != "tensor")
+            .map(|a| a.arg_index)
+            .collect();
+        let list = |v: &[u32]| match v {
+            [] => "none".to_string(),
+            [a] => a.to_string(),
+            [a, .., b] => format!("{a}-{b}"),
+        };
+        format!(
+            "tensor slots {}, scalar slots {} (48/49 are contexts)",
+            list(&t),
+            list(&s)
+        )
+    }
+}
+
+type Bad<'a> = dyn Fn(&str, String) -> ReplayError + 'a;
+
+fn subtask_of(name: &str) -> Option<Subtask> {
+    Subtask::ALL.into_iter().find(|s| s.name() == name)
+}
+
+fn member(
+    bad: &Bad<'_>,
+    p: &str,
+    clusters: u32,
+    func_id: u32,
+    kernel: &str,
+    core_type: &str,
+    d: &DispatchIdentity,
+) -> Result<Member, ReplayError> {
+    let subtask = subtask_of(&d.subtask).ok_or_else(|| {
+        bad(
+            &format!("{p}dispatch.subtask"),
+            format!("{:?} is not aic, aiv0 or aiv1", d.subtask),
+        )
+    })?;
+    let want = subtask.core_type();
+    if core_type != want.name() {
+        return Err(bad(
+            &format!("{p}core_type"),
+            format!(
+                "{core_type:?} contradicts subtask {} (which runs on {})",
+                subtask,
+                want.name()
+            ),
+        ));
+    }
+    if kernel.is_empty() {
+        return Err(bad(&format!("{p}kernel"), "empty kernel name".into()));
+    }
+    if d.block_num == 0 || d.block_idx >= d.block_num || d.block_num > i32::MAX as u32 {
+        return Err(bad(
+            &format!("{p}dispatch.block_idx"),
+            format!(
+                "block_idx {} must be below block_num {} (and block_num ≥ 1)",
+                d.block_idx, d.block_num
+            ),
+        ));
+    }
+    let core_id = d
+        .core_id
+        .unwrap_or_else(|| topology::core_id(clusters, 0, subtask));
+    let cluster = match topology::locate(clusters, core_id) {
+        Some((c, m)) if m == subtask => c,
+        found => {
+            let what = found.map_or_else(
+                || format!("is beyond the {} cores of {clusters} clusters", 3 * clusters),
+                |(c, m)| format!("is {m} of cluster {c} with {clusters} clusters"),
+            );
+            return Err(bad(
+                &format!("{p}dispatch.core_id"),
+                format!(
+                    "core {core_id} {what}, but subtask is {subtask} (is `clusters` the run's --clusters?)"
+                ),
+            ));
+        }
+    };
+    let task_id = match &d.task_id {
+        None => None,
+        Some(s) => Some(
+            parse_hex_u64(s)
+                .map(TaskId)
+                .ok_or_else(|| bad(&format!("{p}dispatch.task_id"), format!("{s:?} is not 0x… hex")))?,
+        ),
+    };
+    Ok(Member {
+        func_id,
+        kernel: kernel.to_string(),
+        subtask,
+        core_id,
+        cluster,
+        sub_block_id: d.sub_block_id.unwrap_or(subtask.sub_block_id()),
+        dispatch_id: d.dispatch_id,
+        task_id,
+    })
+}
+
+fn tensor_arg(bad: &Bad<'_>, p: &str, a: &ArgSpec, dtype: DType) -> Result<TensorArg, ReplayError> {
+    let f = |name: &str| format!("{p}.{name}");
+    if a.bits.is_some() || a.value.is_some() {
+        return Err(bad(
+            &f(if a.bits.is_some() { "bits" } else { "value" }),
+            "only scalar slots have bits/value; fill a tensor with \"data\": {\"source\": \"fill\", \"value\": …}".into(),
+        ));
+    }
+    let Some(shape) = &a.shape else {
+        return Err(bad(&f("shape"), "required for a tensor slot".into()));
+    };
+    if shape.is_empty() || shape.len() > MAX_DIMS {
+        return Err(bad(
+            &f("shape"),
+            format!("{} dimensions {shape:?}: expected 1..={MAX_DIMS}", shape.len()),
+        ));
+    }
+    let to_u32 = |field: &str, v: &[u64]| -> Result<Vec<u32>, ReplayError> {
+        v.iter()
+            .map(|&x| {
+                u32::try_from(x).map_err(|_| {
+                    bad(
+                        &f(field),
+                        format!("{x} in {v:?} does not fit the descriptor's u32"),
+                    )
+                })
+            })
+            .collect()
+    };
+    let shape32 = to_u32("shape", shape)?;
+    let numel = shape
+        .iter()
+        .try_fold(1u64, |acc, &x| acc.checked_mul(x))
+        .ok_or_else(|| bad(&f("shape"), format!("{shape:?} overflows the element count")))?;
+    let strides32 = match &a.strides {
+        Some(st) => {
+            if st.len() != shape.len() {
+                return Err(bad(
+                    &f("strides"),
+                    format!(
+                        "{} strides {st:?} for {} dimensions",
+                        st.len(),
+                        shape.len()
+                    ),
+                ));
+            }
+            to_u32("strides", st)?
+        }
+        None => {
+            let mut out = vec![0u32; shape.len()];
+            let mut acc = 1u64;
+            for i in (0..shape.len()).rev() {
+                out[i] = u32::try_from(acc).map_err(|_| {
+                    bad(
+                        &f("shape"),
+                        format!("{shape:?}: row-major strides do not fit u32"),
+                    )
+                })?;
+                acc = acc.saturating_mul(shape[i]);
+            }
+            out
+        }
+    };
+    let mut t = TensorArg {
+        arg_index: a.arg_index,
+        dtype,
+        shape: shape32,
+        strides: strides32,
+        start_offset: a.start_offset.unwrap_or(0),
+        size: 0,
+        role: None,
+        data: DataSource::Zeros,
+        expected: None,
+        note: a.note.clone(),
+    };
+    let es = dtype.size() as u64;
+    let extent = t
+        .shape
+        .iter()
+        .zip(&t.strides)
+        .try_fold(1u64, |acc, (&s, &st)| {
+            acc.checked_add(u64::from(s.saturating_sub(1)).checked_mul(u64::from(st))?)
+        });
+    let needed = extent
+        .and_then(|e| t.start_offset.checked_add(e))
+        .and_then(|e| e.checked_mul(es))
+        .filter(|_| numel.checked_mul(es).is_some())
+        .ok_or_else(|| bad(&f("start_offset"), "the view's byte range overflows 64 bits".into()))?;
+    let needed = if numel == 0 { t.start_offset * es } else { needed };
+    t.size = match a.size {
+        Some(s) if s < needed => {
+            return Err(bad(
+                &f("size"),
+                format!(
+                    "{s} bytes is smaller than the view needs: (start_offset {} + extent {}) × {es} = {needed}",
+                    t.start_offset,
+                    t.extent_elems()
+                ),
+            ))
+        }
+        Some(s) => s,
+        None => needed,
+    };
+    t.role = match &a.role {
+        None => None,
+        Some(r) => Some(parse_role(r).ok_or_else(|| {
+            bad(
+                &f("role"),
+                format!("{r:?} is not input, output, inout, output_existing or no_dep"),
+            )
+        })?),
+    };
+    t.data = match &a.data {
+        Some(d) => d.clone(),
+        None if matches!(t.role, Some(ArgRole::Output | ArgRole::OutputExisting)) => {
+            DataSource::Sentinel
+        }
+        None => DataSource::Zeros,
+    };
+    check_source(bad, &f("data"), &t.data, dtype, t.view_bytes())?;
+    if let Some(e) = &a.expected {
+        if !matches!(e, DataSource::Dump { .. } | DataSource::File { .. }) {
+            return Err(bad(
+                &f("expected"),
+                format!(
+                    "source {:?}: expected data must come from a dump record or a file",
+                    e.name()
+                ),
+            ));
+        }
+        check_source(bad, &f("expected"), e, dtype, t.view_bytes())?;
+        t.expected = Some(e.clone());
+    }
+    Ok(t)
+}
+
+fn check_source(
+    bad: &Bad<'_>,
+    field: &str,
+    d: &DataSource,
+    dtype: DType,
+    view_bytes: u64,
+) -> Result<(), ReplayError> {
+    match d {
+        DataSource::Dump { bin_size, .. } if *bin_size != view_bytes => Err(bad(
+            &format!("{field}.bin_size"),
+            format!("{bin_size} bytes, but the view holds {view_bytes}"),
+        )),
+        DataSource::Fill { .. } => fill_bits(d, dtype)
+            .map(drop)
+            .map_err(|m| bad(field, m)),
+        _ => Ok(()),
+    }
+}
+
+/// Element bits of a `fill` source (`value` encoded by `dtype`, or `bits`).
+///
+/// # Errors
+/// Neither or contradicting fields, or a value `dtype` cannot hold.
+pub fn fill_bits(d: &DataSource, dtype: DType) -> Result<u64, String> {
+    let DataSource::Fill { value, bits } = d else {
+        return Err(format!("{} is not a fill", d.name()));
+    };
+    let from_bits = match bits {
+        None => None,
+        Some(s) => Some(parse_raw(s, dtype, false)?),
+    };
+    let from_value = match value {
+        None => None,
+        Some(v) => Some(number_bits(dtype, Number::from(*v))?),
+    };
+    match (from_value, from_bits) {
+        (None, None) => Err("a fill needs \"value\" or \"bits\"".into()),
+        (Some(v), Some(b)) if v != b && !both_nan(dtype, v, b) => Err(format!(
+            "value encodes to 0x{v:x} but bits is 0x{b:x}: give one of them"
+        )),
+        (Some(v), _) => Ok(v),
+        (None, Some(b)) => Ok(b),
+    }
+}
+
+fn scalar_arg(bad: &Bad<'_>, p: &str, a: &ArgSpec, dtype: DType) -> Result<ScalarArg, ReplayError> {
+    let f = |name: &str| format!("{p}.{name}");
+    for (name, present) in [
+        ("shape", a.shape.is_some()),
+        ("strides", a.strides.is_some()),
+        ("start_offset", a.start_offset.is_some()),
+        ("size", a.size.is_some()),
+        ("role", a.role.is_some()),
+        ("data", a.data.is_some()),
+        ("expected", a.expected.is_some()),
+    ] {
+        if present {
+            return Err(bad(&f(name), "not allowed on a scalar slot".into()));
+        }
+    }
+    let from_bits = match &a.bits {
+        None => None,
+        Some(s) => Some(parse_raw(s, dtype, true).map_err(|m| bad(&f("bits"), m))?),
+    };
+    let from_value = match &a.value {
+        None => None,
+        Some(v) => Some(number_bits(dtype, Number::from(*v)).map_err(|m| bad(&f("value"), m))?),
+    };
+    let bits = match (from_value, from_bits) {
+        (None, None) => {
+            return Err(bad(
+                &f("bits"),
+                "a scalar slot needs \"bits\" (0x…) or \"value\"".into(),
+            ))
+        }
+        (Some(v), Some(b)) if v != b && !both_nan(dtype, v, b) => {
+            return Err(bad(
+                &f("value"),
+                format!(
+                    "{} encodes to bits 0x{v:016x} but bits is 0x{b:016x}: after editing one, remove the other",
+                    a.value.map_or_else(String::new, value_text)
+                ),
+            ))
+        }
+        (_, Some(b)) => b,
+        (Some(v), None) => v,
+    };
+    Ok(ScalarArg {
+        arg_index: a.arg_index,
+        dtype,
+        bits,
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Values
+
+/// A number as parsed from text or JSON, before it is encoded by a dtype.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Number {
+    Int(i128),
+    F32(f32),
+    Float(f64),
+}
+
+impl From<ScalarValue> for Number {
+    fn from(v: ScalarValue) -> Number {
+        match v {
+            ScalarValue::Int(i) => Number::Int(i128::from(i)),
+            ScalarValue::UInt(u) => Number::Int(i128::from(u)),
+            ScalarValue::F32(f) => Number::F32(f),
+            ScalarValue::F64(f) => Number::Float(f),
+        }
+    }
+}
+
+impl Number {
+    fn as_f32(self) -> f32 {
+        match self {
+            Number::Int(i) => i as f32,
+            Number::F32(f) => f,
+            Number::Float(f) => f as f32,
+        }
+    }
+
+    fn as_f64(self) -> f64 {
+        match self {
+            Number::Int(i) => i as f64,
+            Number::F32(f) => f64::from(f),
+            Number::Float(f) => f,
+        }
+    }
+
+    fn as_int(self) -> Option<i128> {
+        match self {
+            Number::Int(i) => Some(i),
+            _ => {
+                let f = self.as_f64();
+                (f.is_finite() && f.fract() == 0.0 && f.abs() < 1.8e19).then_some(f as i128)
+            }
+        }
+    }
+}
+
+fn width_mask(dtype: DType) -> u64 {
+    match dtype.size() {
+        8 => u64::MAX,
+        w => (1u64 << (8 * w)) - 1,
+    }
+}
+
+fn both_nan(dtype: DType, a: u64, b: u64) -> bool {
+    let nan = |x: u64| match dtype {
+        DType::Float32 => f32::from_bits(x as u32).is_nan(),
+        DType::Float16 => f16::from_bits(x as u16).is_nan(),
+        DType::Bfloat16 => bf16::from_bits(x as u16).is_nan(),
+        _ => false,
+    };
+    nan(a) && nan(b)
+}
+
+/// Element (or slot) bits of `n` in `dtype`, zero-extended to 64 bits as a
+/// scalar slot holds them (an INT32 −1 is `0x00000000ffffffff`).
+fn number_bits(dtype: DType, n: Number) -> Result<u64, String> {
+    let int_range = |lo: i128, hi: i128| -> Result<u64, String> {
+        let i = n.as_int().ok_or_else(|| {
+            format!("{} needs an integer, got {}", dtype.name(), n.as_f64())
+        })?;
+        if i < lo || i > hi {
+            return Err(format!(
+                "{i} does not fit {} ({lo}..={hi})",
+                dtype.name()
+            ));
+        }
+        Ok((i as i64 as u64) & width_mask(dtype))
+    };
+    match dtype {
+        DType::Float32 => Ok(u64::from(n.as_f32().to_bits())),
+        DType::Float16 => Ok(u64::from(f16::from_f32(n.as_f32()).to_bits())),
+        DType::Bfloat16 => Ok(u64::from(bf16::from_f32(n.as_f32()).to_bits())),
+        DType::Int8 => int_range(i128::from(i8::MIN), i128::from(i8::MAX)),
+        DType::Int16 => int_range(i128::from(i16::MIN), i128::from(i16::MAX)),
+        DType::Int32 => int_range(i128::from(i32::MIN), i128::from(i32::MAX)),
+        DType::Int64 => int_range(i128::from(i64::MIN), i128::from(i64::MAX)),
+        DType::Uint8 => int_range(0, i128::from(u8::MAX)),
+        DType::Uint16 => int_range(0, i128::from(u16::MAX)),
+        DType::Uint32 => int_range(0, i128::from(u32::MAX)),
+        DType::Uint64 => {
+            let i = n
+                .as_int()
+                .filter(|i| (0..=i128::from(u64::MAX)).contains(i))
+                .ok_or_else(|| format!("UINT64 needs an integer in 0..=2^64-1, got {}", n.as_f64()))?;
+            Ok(i as u64)
+        }
+        DType::Bool => int_range(0, 1),
+        DType::Fp8E4M3Fn | DType::Fp8E8M0 | DType::Fp4E2M1 => Err(format!(
+            "{} values must be given as raw bits (0x…)",
+            dtype.name()
+        )),
+    }
+}
+
+/// `0x…` raw bits; a tensor element must fit the dtype's width, a scalar
+/// slot may use all 64 bits.
+fn parse_raw(s: &str, dtype: DType, slot: bool) -> Result<u64, String> {
+    let v = parse_hex_u64(s.trim())
+        .ok_or_else(|| format!("{s:?} is not 0x followed by 1-16 hex digits"))?;
+    if !slot && v & !width_mask(dtype) != 0 {
+        return Err(format!(
+            "{s} does not fit one {} element ({} bits)",
+            dtype.name(),
+            8 * dtype.size()
+        ));
+    }
+    Ok(v)
+}
+
+/// Parse `text` as a value of `dtype` (decimal, `nan`, `inf`, `-inf`,
+/// `true`/`false`), or `0x…` raw bits (a whole 64-bit slot when `slot`,
+/// else one element). Returns the bits, zero-extended.
+///
+/// # Errors
+/// Text that is not a number, or a value `dtype` cannot hold.
+pub fn parse_bits(dtype: DType, text: &str, slot: bool) -> Result<u64, String> {
+    let t = text.trim();
+    if t.starts_with("0x") || t.starts_with("0X") {
+        return parse_raw(t, dtype, slot);
+    }
+    let n = match t.to_ascii_lowercase().as_str() {
+        "true" => Number::Int(1),
+        "false" => Number::Int(0),
+        "nan" => Number::Float(f64::NAN),
+        "inf" | "+inf" | "infinity" => Number::Float(f64::INFINITY),
+        "-inf" | "-infinity" => Number::Float(f64::NEG_INFINITY),
+        _ => {
+            if let Ok(i) = t.parse::<i128>() {
+                Number::Int(i)
+            } else if dtype == DType::Float32 {
+                // Parse straight to f32: no double rounding through f64.
+                Number::F32(t.parse::<f32>().map_err(|_| not_a_number(dtype, t))?)
+            } else {
+                Number::Float(t.parse::<f64>().map_err(|_| not_a_number(dtype, t))?)
+            }
+        }
+    };
+    number_bits(dtype, n)
+}
+
+fn not_a_number(dtype: DType, t: &str) -> String {
+    format!(
+        "{t:?} is not a {} value (give a number, nan, inf, -inf, or raw bits as 0x…)",
+        dtype.name()
+    )
+}
+
+/// The value `bits` hold as a `dtype` scalar (`None` for FP8/FP4, which
+/// have no JSON number form here).
+pub fn scalar_value(dtype: DType, bits: u64) -> Option<ScalarValue> {
+    Some(match dtype {
+        DType::Float32 => ScalarValue::F32(f32::from_bits(bits as u32)),
+        DType::Float16 => ScalarValue::F64(f16::from_bits(bits as u16).to_f64()),
+        DType::Bfloat16 => ScalarValue::F64(bf16::from_bits(bits as u16).to_f64()),
+        DType::Int8 => ScalarValue::Int(i64::from(bits as u8 as i8)),
+        DType::Int16 => ScalarValue::Int(i64::from(bits as u16 as i16)),
+        DType::Int32 => ScalarValue::Int(i64::from(bits as u32 as i32)),
+        DType::Int64 => ScalarValue::Int(bits as i64),
+        DType::Uint8 | DType::Bool => ScalarValue::UInt(bits & 0xff),
+        DType::Uint16 => ScalarValue::UInt(bits & 0xffff),
+        DType::Uint32 => ScalarValue::UInt(bits & 0xffff_ffff),
+        DType::Uint64 => ScalarValue::UInt(bits),
+        DType::Fp8E4M3Fn | DType::Fp8E8M0 | DType::Fp4E2M1 => return None,
+    })
+}
+
+/// A scalar value as text (`0.25`, `-3`, `nan`).
+pub fn value_text(v: ScalarValue) -> String {
+    match v {
+        ScalarValue::F32(x) => format!("{x:?}"),
+        ScalarValue::F64(x) => format!("{x:?}"),
+        ScalarValue::Int(i) => i.to_string(),
+        ScalarValue::UInt(u) => u.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_encode_by_dtype() {
+        assert_eq!(parse_bits(DType::Float32, "0.25", true), Ok(0x3e80_0000));
+        assert_eq!(parse_bits(DType::Float32, "0x3f800000", true), Ok(0x3f80_0000));
+        assert_eq!(parse_bits(DType::Int32, "-1", true), Ok(0xffff_ffff));
+        assert_eq!(parse_bits(DType::Bfloat16, "1.0", false), Ok(0x3f80));
+        assert_eq!(parse_bits(DType::Uint64, "18446744073709551615", true), Ok(u64::MAX));
+        assert!(parse_bits(DType::Int8, "300", false).unwrap_err().contains("does not fit"));
+        assert!(parse_bits(DType::Int32, "1.5", true).unwrap_err().contains("integer"));
+        assert!(parse_bits(DType::Float32, "abc", true).unwrap_err().contains("not a FLOAT32"));
+        assert!(parse_bits(DType::Float32, "0x1ffffffff", false).is_err());
+        assert_eq!(parse_bits(DType::Float32, "0x1ffffffff", true), Ok(0x1_ffff_ffff));
+        assert!(parse_bits(DType::Fp8E4M3Fn, "1.0", false).is_err());
+        assert_eq!(parse_bits(DType::Fp8E4M3Fn, "0x38", false), Ok(0x38));
+        assert_eq!(
+            scalar_value(DType::Int32, 0xffff_ffff),
+            Some(ScalarValue::Int(-1))
+        );
+    }
+}
