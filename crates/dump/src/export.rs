@@ -376,6 +376,7 @@ fn write_lines_parallel(
     head: &[u8],
     open: &[u8],
     lines: &[Line],
+    order: &[(u128, u32)],
 ) -> std::io::Result<()> {
     use std::os::unix::fs::FileExt;
     const FIRST: &[u8] = b"\n    ";
@@ -384,7 +385,7 @@ fn write_lines_parallel(
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .clamp(1, 4);
-    let per = lines.len().div_ceil(threads).max(1);
+    let per = order.len().div_ceil(threads).max(1);
     let file = File::create(path)?;
     let mut start = Vec::with_capacity(head.len() + open.len());
     start.extend_from_slice(head);
@@ -392,13 +393,14 @@ fn write_lines_parallel(
     file.write_all_at(&start, 0)?;
     // Phase 1: format the parts in parallel.
     let parts: Vec<Vec<u8>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = lines
+        let handles: Vec<_> = order
             .chunks(per)
             .enumerate()
             .map(|(k, part)| {
                 scope.spawn(move || {
                     let mut buf = Vec::with_capacity(part.len() * 340);
-                    for (i, l) in part.iter().enumerate() {
+                    for (i, &(_, idx)) in part.iter().enumerate() {
+                        let l = &lines[idx as usize];
                         buf.extend_from_slice(if k == 0 && i == 0 { FIRST } else { NEXT });
                         write_record_json(&mut buf, &l.rec, l.bin_base);
                     }
@@ -432,6 +434,38 @@ fn write_lines_parallel(
     file.write_all_at(TAIL, at)
 }
 
+/// The manifest's header counters.
+#[derive(Default)]
+struct Counts {
+    before: u64,
+    after: u64,
+    input: u64,
+    output: u64,
+    inout: u64,
+    scalars: u64,
+    truncated: u64,
+}
+
+impl Counts {
+    fn add(&mut self, l: &Line) {
+        match l.rec.stage {
+            Stage::BeforeDispatch => self.before += 1,
+            Stage::AfterCompletion => self.after += 1,
+        }
+        if l.is_scalar() {
+            self.scalars += 1;
+        } else {
+            match role_name(l.rec.role) {
+                "input" => self.input += 1,
+                "output" => self.output += 1,
+                "inout" => self.inout += 1,
+                _ => {}
+            }
+        }
+        self.truncated += u64::from(l.rec.truncated);
+    }
+}
+
 /// Sort the records and write the manifest.
 pub(crate) fn write_manifest(
     cfg: &DumpConfig,
@@ -439,9 +473,19 @@ pub(crate) fn write_manifest(
     c: &mut Collected,
     dropped: u64,
 ) -> Result<PathBuf, DumpError> {
-    c.lines.sort_unstable_by_key(|l| l.key);
-    let count = |f: &dyn Fn(&Line) -> bool| c.lines.iter().filter(|l| f(l)).count() as u64;
-    let role = |l: &Line| role_name(l.rec.role);
+    // Sort a compact (key, index) array rather than the records themselves.
+    let mut order: Vec<(u128, u32)> = c
+        .lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (l.key, i as u32))
+        .collect();
+    order.sort_unstable();
+    // All header counters in one pass.
+    let mut n = Counts::default();
+    for l in &c.lines {
+        n.add(l);
+    }
     let (status_s, reason) = match status {
         RunStatus::Complete => ("complete", None),
         RunStatus::Incomplete(r) => ("incomplete", Some(r.clone())),
@@ -460,13 +504,13 @@ pub(crate) fn write_manifest(
         dump_level: cfg.level.map(|l| l.number()),
         dump_policy: Some(cfg.policy.name().into()),
         total_tensors: c.lines.len() as u64,
-        before_dispatch: count(&|l| l.rec.stage == Stage::BeforeDispatch),
-        after_completion: count(&|l| l.rec.stage == Stage::AfterCompletion),
-        input_tensors: count(&|l| !l.is_scalar() && role(l) == "input"),
-        output_tensors: count(&|l| !l.is_scalar() && role(l) == "output"),
-        inout_tensors: count(&|l| !l.is_scalar() && role(l) == "inout"),
-        scalar_args: count(&|l| l.is_scalar()),
-        truncated_tensors: count(&|l| l.rec.truncated),
+        before_dispatch: n.before,
+        after_completion: n.after,
+        input_tensors: n.input,
+        output_tensors: n.output,
+        inout_tensors: n.inout,
+        scalar_args: n.scalars,
+        truncated_tensors: n.truncated,
         dropped_records: dropped,
         dropped_overwrite: 0,
         tensors: vec![],
@@ -478,7 +522,7 @@ pub(crate) fn write_manifest(
         .expect("tensors is the last field");
     let path = cfg.dir.join(JSON_FILE);
     let tmp = path.with_extension("json.tmp");
-    write_lines_parallel(&tmp, head.as_bytes(), b"\"tensors\": [", &c.lines)
+    write_lines_parallel(&tmp, head.as_bytes(), b"\"tensors\": [", &c.lines, &order)
         .map_err(|e| DumpError::io(&tmp, e))?;
     std::fs::rename(&tmp, &path).map_err(|e| DumpError::io(&path, e))?;
     Ok(path)

@@ -1,0 +1,372 @@
+//! Running a spec: one kernel dispatch alone, on private global memory,
+//! with instruction recording on (DESIGN §8 step 6, functional half).
+//!
+//! [`execute`] builds a fresh [`Gm`] holding one buffer per tensor slot
+//! (sized from the descriptor: its `size`, at least `(start_offset +
+//! extent_elems) × elem`), places each view's bytes at the view's strided
+//! positions ([`Gm::scatter`]) or fills an output's whole buffer with the
+//! sentinel, writes one dispatch payload per member in the ABI layout
+//! ([`simpler_core::abi::payload`]: 50 slots, fresh contexts, descriptors),
+//! runs each member's kernel on its own [`Core`] (AIC, AIV0, AIV1 of the
+//! dispatch's cluster, in that order) and gathers every tensor view back.
+
+use std::{
+    fs::File,
+    io::{Read, Seek, SeekFrom},
+    path::Path,
+    sync::Arc,
+};
+
+use simpler_chip::{Gm, GM_ALIGN};
+use simpler_core::{
+    abi::{payload, GlobalContext, LocalContext, GLOBAL_CONTEXT_SLOT, LOCAL_CONTEXT_SLOT},
+    ChipTensor, DType,
+};
+use simpler_isa::{Args, Core, InstrRecord};
+use simpler_runtime::KernelDef;
+
+use crate::{
+    spec::{fill_bits, DataSource, Member, Plan, SENTINEL_BYTE},
+    ReplayError, SubCore,
+};
+
+/// A tensor slot's view before and after the kernels ran.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TensorState {
+    /// Slot.
+    pub arg_index: u32,
+    /// Row-major bytes of the view as placed before the run.
+    pub before: Vec<u8>,
+    /// Row-major bytes of the view after the run.
+    pub after: Vec<u8>,
+}
+
+/// What a replay run produced.
+#[derive(Debug, Clone)]
+pub struct Execution {
+    /// Recorded instruction streams, one per member, in run order.
+    pub cores: Vec<SubCore>,
+    /// Every tensor slot, in slot order.
+    pub tensors: Vec<TensorState>,
+}
+
+/// Bytes of a view described by `src` (`dump`, `file`, `zeros`, `fill`;
+/// `sentinel` gives the pattern). Relative paths are resolved against
+/// `base`; `field` and `spec_file` name the source in messages.
+///
+/// # Errors
+/// A file that cannot be read, is too short for the record's range, or
+/// does not hold exactly `view_bytes`.
+pub fn load_source(
+    src: &DataSource,
+    base: &Path,
+    dtype: DType,
+    view_bytes: u64,
+    spec_file: &str,
+    field: &str,
+) -> Result<Vec<u8>, ReplayError> {
+    let bad = |msg: String| ReplayError::Spec {
+        file: spec_file.into(),
+        field: field.into(),
+        msg,
+    };
+    let n = usize::try_from(view_bytes)
+        .map_err(|_| bad(format!("{view_bytes} bytes do not fit in memory")))?;
+    match src.resolved(base) {
+        DataSource::Zeros => Ok(vec![0; n]),
+        DataSource::Sentinel => Ok(vec![SENTINEL_BYTE; n]),
+        f @ DataSource::Fill { .. } => {
+            let bits = fill_bits(&f, dtype).map_err(bad)?;
+            let elem = &bits.to_le_bytes()[..dtype.size()];
+            Ok(elem.repeat(n / dtype.size()))
+        }
+        DataSource::File { path } => {
+            let bytes = std::fs::read(&path)
+                .map_err(|e| bad(format!("{}: cannot read: {e}", path.display())))?;
+            if bytes.len() as u64 != view_bytes {
+                return Err(bad(format!(
+                    "{} is {} bytes, but the view holds {view_bytes} ({} row-major, little-endian)",
+                    path.display(),
+                    bytes.len(),
+                    dtype.name()
+                )));
+            }
+            Ok(bytes)
+        }
+        DataSource::Dump {
+            file,
+            bin_offset,
+            bin_size,
+            ..
+        } => {
+            if bin_size != view_bytes {
+                return Err(bad(format!(
+                    "bin_size {bin_size} but the view holds {view_bytes} bytes"
+                )));
+            }
+            let mut f = File::open(&file)
+                .map_err(|e| bad(format!("{}: cannot open: {e}", file.display())))?;
+            let len = f
+                .metadata()
+                .map_err(|e| bad(format!("{}: {e}", file.display())))?
+                .len();
+            let end = bin_offset.checked_add(bin_size);
+            if !end.is_some_and(|e| e <= len) {
+                return Err(bad(format!(
+                    "{} is {len} bytes but the record needs bytes {bin_offset}..{}",
+                    file.display(),
+                    end.map_or_else(|| "overflow".to_string(), |e| e.to_string())
+                )));
+            }
+            let mut out = vec![0u8; n];
+            f.seek(SeekFrom::Start(bin_offset))
+                .and_then(|_| f.read_exact(&mut out))
+                .map_err(|e| bad(format!("{}: cannot read: {e}", file.display())))?;
+            Ok(out)
+        }
+    }
+}
+
+fn align(n: u64) -> Option<u64> {
+    n.max(1).checked_next_multiple_of(GM_ALIGN)
+}
+
+/// The registry entry of `m`, checked against the spec's name and core type.
+fn kernel_of<'k>(
+    kernels: &'k [KernelDef],
+    m: &Member,
+    field: &str,
+    spec_file: &str,
+) -> Result<&'k KernelDef, ReplayError> {
+    let bad = |f: &str, msg: String| ReplayError::Spec {
+        file: spec_file.into(),
+        field: format!("{field}{f}"),
+        msg,
+    };
+    let list = || {
+        kernels
+            .iter()
+            .map(|k| format!("{} {} [{}]", k.func_id, k.name, k.core_type.name()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let k = kernels
+        .iter()
+        .find(|k| k.func_id == m.func_id)
+        .ok_or_else(|| {
+            bad(
+                "func_id",
+                format!(
+                    "{} is not a kernel of the workload (its kernels: {})",
+                    m.func_id,
+                    list()
+                ),
+            )
+        })?;
+    if k.name != m.kernel {
+        return Err(bad(
+            "kernel",
+            format!(
+                "{:?}, but func_id {} is '{}' in the workload's registry",
+                m.kernel, m.func_id, k.name
+            ),
+        ));
+    }
+    if k.core_type != m.subtask.core_type() {
+        return Err(bad(
+            "core_type",
+            format!(
+                "func_id {} '{}' runs on {}, not on {} ({})",
+                m.func_id,
+                k.name,
+                k.core_type.name(),
+                m.subtask.core_type().name(),
+                m.subtask
+            ),
+        ));
+    }
+    Ok(k)
+}
+
+fn gm_err(what: &str, e: impl std::fmt::Display) -> ReplayError {
+    ReplayError::Gm(format!("{what}: {e}"))
+}
+
+/// Run `plan`'s members on private GM with recording on (see the module
+/// doc). `base` resolves relative data paths; `spec_file` names the spec
+/// in messages.
+///
+/// # Errors
+/// Unreadable data, a func id or kernel name the registry does not have,
+/// GM that cannot be reserved, or a kernel that fails or panics
+/// ([`ReplayError::Kernel`] naming it, its func id and core).
+pub fn execute(
+    plan: &Plan,
+    base: &Path,
+    kernels: &[KernelDef],
+    spec_file: &str,
+) -> Result<Execution, ReplayError> {
+    let defs: Vec<&KernelDef> = plan
+        .members
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let field = if plan.members.len() > 1 {
+                format!("members[{i}].")
+            } else {
+                String::new()
+            };
+            kernel_of(kernels, m, &field, spec_file)
+        })
+        .collect::<Result<_, _>>()?;
+
+    // Initial view bytes, read before any GM is reserved.
+    let mut befores = Vec::with_capacity(plan.tensors.len());
+    for (k, t) in plan.tensors.iter().enumerate() {
+        befores.push(load_source(
+            &t.data,
+            base,
+            t.dtype,
+            t.view_bytes(),
+            spec_file,
+            &format!("args[{k}].data"),
+        )?);
+    }
+
+    let mut total = 0u64;
+    for t in &plan.tensors {
+        total = align(t.buffer_bytes())
+            .and_then(|b| total.checked_add(b))
+            .ok_or_else(|| ReplayError::Gm("the tensor buffers overflow 64 bits".into()))?;
+    }
+    let payload_bytes = align(payload::BYTES).unwrap_or(payload::BYTES);
+    total = total
+        .checked_add(payload_bytes * plan.members.len() as u64 + GM_ALIGN)
+        .ok_or_else(|| ReplayError::Gm("the tensor buffers overflow 64 bits".into()))?;
+    let gm = Arc::new(Gm::new(total).map_err(|e| gm_err(&format!("reserving {total} bytes"), e))?);
+
+    // Buffers and initial content.
+    let mut descs: Vec<ChipTensor> = Vec::with_capacity(plan.tensors.len());
+    for (t, before) in plan.tensors.iter().zip(&befores) {
+        let bytes = t.buffer_bytes();
+        let addr = gm
+            .alloc(bytes)
+            .map_err(|e| gm_err(&format!("slot {} buffer of {bytes} bytes", t.arg_index), e))?;
+        let desc = t.descriptor(addr);
+        if t.data == DataSource::Sentinel {
+            let n = usize::try_from(bytes).map_err(|e| gm_err("sentinel", e))?;
+            gm.write(addr, &vec![SENTINEL_BYTE; n])
+                .map_err(|e| gm_err("sentinel fill", e))?;
+        } else {
+            gm.scatter(&desc, before)
+                .map_err(|e| gm_err(&format!("placing slot {}", t.arg_index), e))?;
+        }
+        descs.push(desc);
+    }
+
+    // One payload per member: same slots, its own contexts.
+    let mut bases = Vec::with_capacity(plan.members.len());
+    for m in &plan.members {
+        let base = gm
+            .alloc(payload::BYTES)
+            .map_err(|e| gm_err("dispatch payload", e))?;
+        let w = |off: u64, b: &[u8]| gm.write(base + off, b).map_err(|e| gm_err("payload", e));
+        for (i, d) in descs.iter().enumerate() {
+            let at = payload::DESCS + (i * ChipTensor::BYTES) as u64;
+            w(at, &d.to_bytes())?;
+            w(payload::ARGS + 8 * i as u64, &(base + at).to_le_bytes())?;
+        }
+        for s in &plan.scalars {
+            w(payload::ARGS + 8 * u64::from(s.arg_index), &s.bits.to_le_bytes())?;
+        }
+        let local = LocalContext {
+            block_idx: plan.block_idx as i32,
+            block_num: plan.block_num as i32,
+        };
+        let global = GlobalContext {
+            sub_block_id: m.sub_block_id,
+        };
+        w(payload::LOCAL_CONTEXT, &local.to_bytes())?;
+        w(payload::GLOBAL_CONTEXT, &global.to_bytes())?;
+        w(
+            payload::ARGS + 8 * LOCAL_CONTEXT_SLOT as u64,
+            &(base + payload::LOCAL_CONTEXT).to_le_bytes(),
+        )?;
+        w(
+            payload::ARGS + 8 * GLOBAL_CONTEXT_SLOT as u64,
+            &(base + payload::GLOBAL_CONTEXT).to_le_bytes(),
+        )?;
+        bases.push(base);
+    }
+
+    // Run the members, AIC first.
+    let mut cores = Vec::with_capacity(plan.members.len());
+    for ((m, def), &base) in plan.members.iter().zip(&defs).zip(&bases) {
+        let records = run_member(&gm, plan, m, def, base)?;
+        let sub = SubCore::from_core_id(m.core_id, plan.clusters, records).ok_or_else(|| {
+            ReplayError::Gm(format!(
+                "core id {} is out of range for {} clusters",
+                m.core_id, plan.clusters
+            ))
+        })?;
+        cores.push(sub);
+    }
+
+    let mut tensors = Vec::with_capacity(plan.tensors.len());
+    for ((t, d), before) in plan.tensors.iter().zip(&descs).zip(befores) {
+        let mut after = vec![0u8; before.len()];
+        gm.gather(d, &mut after)
+            .map_err(|e| gm_err(&format!("reading slot {} back", t.arg_index), e))?;
+        tensors.push(TensorState {
+            arg_index: t.arg_index,
+            before,
+            after,
+        });
+    }
+    Ok(Execution { cores, tensors })
+}
+
+/// Run one member on a fresh core, on a thread named like the runtime's
+/// core threads (so a kernel panic is reported as an error, not printed by
+/// the process's panic hook).
+fn run_member(
+    gm: &Arc<Gm>,
+    plan: &Plan,
+    m: &Member,
+    def: &KernelDef,
+    base: u64,
+) -> Result<Vec<InstrRecord>, ReplayError> {
+    let kernel_err = |msg: String| ReplayError::Kernel {
+        kernel: def.name.to_string(),
+        func_id: def.func_id,
+        member: m.subtask.name(),
+        core_id: m.core_id,
+        msg,
+    };
+    let func = def.func;
+    let core_type = m.subtask.core_type();
+    let out = std::thread::scope(|s| {
+        let h = std::thread::Builder::new()
+            .name(format!("core{}-replay", m.core_id))
+            .spawn_scoped(s, || {
+                let mut core = Core::new(m.core_id, core_type, &plan.arch, gm.clone());
+                core.start_recording();
+                let args = Args::new(gm, base);
+                let r = func(&mut core, &args);
+                (r.map_err(|e| e.to_string()), core.take_records())
+            })
+            .map_err(|e| kernel_err(format!("cannot start a core thread: {e}")))?;
+        h.join().map_err(|p| {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "non-string panic payload".into());
+            kernel_err(format!("kernel panicked: {msg}"))
+        })
+    })?;
+    match out {
+        (Ok(()), records) => Ok(records),
+        (Err(e), _) => Err(kernel_err(e)),
+    }
+}
