@@ -202,6 +202,33 @@ impl Gm {
         }
     }
 
+    /// Check that `[addr, addr+len)` lies inside the GM mapping (not
+    /// necessarily a live allocation). Lock-free: for the runtime's own
+    /// accesses to ranges it validated and keeps alive (payload areas,
+    /// views of live tasks), where only memory safety is at stake.
+    ///
+    /// # Errors
+    /// [`KernelError::GmOutOfBounds`] outside the mapping.
+    pub fn check_mapped(&self, addr: u64, len: u64) -> KResult<()> {
+        let end = addr.checked_add(len);
+        match end {
+            Some(end) if addr >= self.base && end <= self.base + self.size => Ok(()),
+            _ => Err(KernelError::GmOutOfBounds { addr, len }),
+        }
+    }
+
+    /// [`Gm::write`] checked only against the mapping ([`Gm::check_mapped`]).
+    ///
+    /// # Errors
+    /// When the range leaves the mapping.
+    pub fn write_mapped(&self, addr: u64, src: &[u8]) -> KResult<()> {
+        self.check_mapped(addr, src.len() as u64)?;
+        // SAFETY: the range is inside the mapping; the caller owns these
+        // bytes (see `check_mapped`).
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), addr as *mut u8, src.len()) };
+        Ok(())
+    }
+
     /// Copy bytes out of GM.
     ///
     /// # Errors
@@ -283,18 +310,20 @@ impl Gm {
     }
 
     /// Append a view's bytes, gathered row-major, to `out` (one copy, no
-    /// zero-fill first: the dump's hot path).
+    /// zero-fill first: the dump's hot path). Checked against the mapping
+    /// only ([`Gm::check_mapped`]): for views the runtime validated at
+    /// submission and whose buffers it keeps alive.
     ///
     /// # Errors
-    /// When the view's span is not inside a live allocation (`out` unchanged).
+    /// When the view's span leaves the mapping (`out` unchanged).
     pub fn gather_append(&self, view: &ChipTensor, out: &mut Vec<u8>) -> KResult<()> {
         let (first, span) = Self::view_span(view);
-        self.check(first, span)?;
+        self.check_mapped(first, span)?;
         let es = view.dtype.size() as u64;
         out.reserve(view.nbytes() as usize);
         view.for_each_run(|off, n| {
-            // SAFETY: every run lies inside the view's span, which `check`
-            // proved is inside a live allocation of the mapping.
+            // SAFETY: every run lies inside the view's span, which
+            // `check_mapped` proved is inside the mapping.
             let run = unsafe {
                 std::slice::from_raw_parts((view.addr + off * es) as *const u8, (n * es) as usize)
             };
@@ -407,8 +436,14 @@ mod tests {
         let mut bad = past;
         bad.start_offset = 16; // 64 bytes past: beyond the 128-byte (rounded) allocation
         assert!(gm.gather(&bad, &mut [0u8; 96]).is_err());
+        let mut outside = past;
+        outside.start_offset = 1 << 20; // beyond the whole mapping
         let mut out = vec![1u8];
-        assert!(gm.gather_append(&bad, &mut out).is_err());
+        assert!(gm.gather_append(&outside, &mut out).is_err());
         assert_eq!(out, [1], "a failed gather leaves the buffer as it was");
+        assert!(gm.check_mapped(gm.base() + 65535, 1).is_ok());
+        assert!(gm.check_mapped(gm.base() + 65535, 2).is_err());
+        assert!(gm.check_mapped(gm.base() - 1, 1).is_err());
+        assert!(gm.write_mapped(u64::MAX - 1, &[0, 0, 0]).is_err());
     }
 }

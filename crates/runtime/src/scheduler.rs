@@ -369,7 +369,7 @@ impl Worker {
         buf[l..l + 8].copy_from_slice(&lc.to_bytes());
         let g = payload::GLOBAL_CONTEXT as usize;
         buf[g..g + 8].copy_from_slice(&gc.to_bytes());
-        if let Err(e) = self.shared.gm.write(base, buf) {
+        if let Err(e) = self.shared.gm.write_mapped(base, buf) {
             self.shared.fail(RuntimeError::Orchestration(format!(
                 "cannot write dispatch payload: {e}"
             )));
