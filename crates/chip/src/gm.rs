@@ -276,18 +276,21 @@ impl Gm {
         (view.first_byte(), view.extent_elems * es)
     }
 
-    /// Gather a view row-major into `dst` (`dst.len()` must be `view.nbytes()`).
-    ///
-    /// # Errors
-    /// When the view's span is not inside a live allocation, or `dst` has the
-    /// wrong length.
-    pub fn gather(&self, view: &ChipTensor, dst: &mut [u8]) -> KResult<()> {
+    /// Check a view against live allocations and a host buffer of `len`
+    /// bytes, then call `f(gm_address, host_offset, bytes)` for each
+    /// contiguous run, in row-major order.
+    fn view_runs(
+        &self,
+        view: &ChipTensor,
+        len: usize,
+        what: &str,
+        mut f: impl FnMut(u64, usize, usize),
+    ) -> KResult<()> {
         let (first, span) = Self::view_span(view);
-        if dst.len() as u64 != view.nbytes() {
+        if len as u64 != view.nbytes() {
             return Err(KernelError::msg(format!(
-                "gather of {} bytes into a {}-byte buffer",
-                view.nbytes(),
-                dst.len()
+                "{what} of a {}-byte view with a {len}-byte buffer",
+                view.nbytes()
             )));
         }
         self.check(first, span)?;
@@ -295,18 +298,26 @@ impl Gm {
         let mut pos = 0usize;
         view.for_each_run(|off, n| {
             let bytes = (n * es) as usize;
-            // SAFETY: every run lies inside the view's span, checked above;
-            // `pos + bytes <= dst.len()` because the runs cover numel elements.
-            unsafe {
-                std::ptr::copy_nonoverlapping(
-                    (view.addr + off * es) as *const u8,
-                    dst.as_mut_ptr().add(pos),
-                    bytes,
-                )
-            };
+            f(view.addr + off * es, pos, bytes);
             pos += bytes;
         });
         Ok(())
+    }
+
+    /// Gather a view row-major into `dst` (`dst.len()` must be `view.nbytes()`).
+    ///
+    /// # Errors
+    /// When the view's span is not inside a live allocation, or `dst` has the
+    /// wrong length.
+    pub fn gather(&self, view: &ChipTensor, dst: &mut [u8]) -> KResult<()> {
+        let len = dst.len();
+        self.view_runs(view, len, "gather", |addr, pos, bytes| {
+            // SAFETY: `view_runs` checked that every run lies inside a live
+            // allocation and that the runs exactly cover `dst`.
+            unsafe {
+                std::ptr::copy_nonoverlapping(addr as *const u8, dst.as_mut_ptr().add(pos), bytes)
+            };
+        })
     }
 
     /// Append a view's bytes, gathered row-major, to `out` (one copy, no
@@ -337,30 +348,10 @@ impl Gm {
     /// # Errors
     /// As for [`Gm::gather`].
     pub fn scatter(&self, view: &ChipTensor, src: &[u8]) -> KResult<()> {
-        let (first, span) = Self::view_span(view);
-        if src.len() as u64 != view.nbytes() {
-            return Err(KernelError::msg(format!(
-                "scatter of {} bytes into a {}-byte view",
-                src.len(),
-                view.nbytes()
-            )));
-        }
-        self.check(first, span)?;
-        let es = view.dtype.size() as u64;
-        let mut pos = 0usize;
-        view.for_each_run(|off, n| {
-            let bytes = (n * es) as usize;
+        self.view_runs(view, src.len(), "scatter", |addr, pos, bytes| {
             // SAFETY: as in `gather`, with the roles of the buffers swapped.
-            unsafe {
-                std::ptr::copy_nonoverlapping(
-                    src.as_ptr().add(pos),
-                    (view.addr + off * es) as *mut u8,
-                    bytes,
-                )
-            };
-            pos += bytes;
-        });
-        Ok(())
+            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr().add(pos), addr as *mut u8, bytes) };
+        })
     }
 }
 

@@ -195,13 +195,15 @@ pub(crate) fn dispatch_json(d: &DispatchRecord, side: &[u8]) -> DispatchJson {
     let mut args = Vec::with_capacity(nt + usize::from(d.n_scalars));
     for i in 0..nt {
         let o = CAPTURE_HEAD + i * ChipTensor::BYTES;
-        let desc_addr = Some(hex64(slot(i)));
+        let base = SlotJson {
+            arg_index: i as u32,
+            kind: "tensor".into(),
+            desc_addr: Some(hex64(slot(i))),
+            ..SlotJson::default()
+        };
         args.push(
             match ChipTensor::from_bytes(&side[o..o + ChipTensor::BYTES]) {
                 Ok(t) => SlotJson {
-                    arg_index: i as u32,
-                    kind: "tensor".into(),
-                    desc_addr,
                     addr: Some(hex64(t.addr)),
                     dtype: t.dtype.name().into(),
                     ndims: Some(t.ndims),
@@ -215,30 +217,13 @@ pub(crate) fn dispatch_json(d: &DispatchRecord, side: &[u8]) -> DispatchJson {
                     manual_dep: Some(t.manual_dep),
                     address_space: Some(t.address_space),
                     extent_elems: Some(t.extent_elems),
-                    bits: None,
-                    value: None,
+                    ..base
                 },
                 // A slot that does not point at a valid descriptor is shown as
                 // such (dtype says why), never dropped.
                 Err(e) => SlotJson {
-                    arg_index: i as u32,
-                    kind: "tensor".into(),
-                    desc_addr,
-                    addr: None,
                     dtype: format!("INVALID ({e})"),
-                    ndims: None,
-                    shape: None,
-                    strides: None,
-                    start_offset: None,
-                    is_contiguous: None,
-                    size: None,
-                    owner_task_id: None,
-                    version: None,
-                    manual_dep: None,
-                    address_space: None,
-                    extent_elems: None,
-                    bits: None,
-                    value: None,
+                    ..base
                 },
             },
         );
@@ -252,22 +237,10 @@ pub(crate) fn dispatch_json(d: &DispatchRecord, side: &[u8]) -> DispatchJson {
         args.push(SlotJson {
             arg_index: i as u32,
             kind: "scalar".into(),
-            desc_addr: None,
-            addr: None,
             dtype: s.dtype.name().into(),
-            ndims: None,
-            shape: None,
-            strides: None,
-            start_offset: None,
-            is_contiguous: None,
-            size: None,
-            owner_task_id: None,
-            version: None,
-            manual_dep: None,
-            address_space: None,
-            extent_elems: None,
             bits: Some(hex64(s.bits)),
             value: Some(scalar_value(s)),
+            ..SlotJson::default()
         });
     }
     let ctx8 = |o: usize| -> [u8; 8] { side[o..o + 8].try_into().unwrap() };

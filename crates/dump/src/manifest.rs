@@ -325,7 +325,7 @@ pub struct DispatchJson {
 }
 
 /// One tensor or scalar slot of a dispatch.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SlotJson {
     /// Slot index.
     pub arg_index: u32,
