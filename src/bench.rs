@@ -35,6 +35,7 @@ pub fn bench(a: &BenchArgs) -> Result<ExitCode> {
         BenchName::Dispatch => dispatch(a)?,
         BenchName::DumpOverhead => dump_overhead(a)?,
         BenchName::DumpMemory => dump_memory(a)?,
+        BenchName::Replay => replay(a)?,
     };
     if a.json {
         let results: Map<String, Value> = out
@@ -295,5 +296,125 @@ fn dump_memory(a: &BenchArgs) -> Result<Outcome> {
         ],
         config,
         target: "target: peak_rss_mib ≤ 300 while dumping ≥ 1 GiB".into(),
+    })
+}
+
+/// `insight-trace` of a CaseSmall1 SF dispatch (func 1, its first
+/// dispatch) from an existing `--dump-all` dump, end to end: `wall_s` runs
+/// the `simpler insight-trace` command as a process (reading the dumps,
+/// rebuilding, running, exporting, verifying, writing the workspace), best
+/// of `--reps`; `inproc_wall_s` is the same work inside this process.
+/// `instr_per_s` is the pipe simulator alone on 2 M synthetic
+/// instructions ([`simpler_replay::bench::simulator_throughput`]).
+fn replay(a: &BenchArgs) -> Result<Outcome> {
+    let cfg = a.chip.config()?;
+    let tmp = tempfile::tempdir().context("temporary folder for the dump")?;
+    let run_dir = tmp.path().join("run");
+    let w = simpler_workloads::find("paged_attention")?;
+    let (case, func_id) = ("CaseSmall1", 1u32);
+    let mut d = DumpConfig::new(run_dir.join("tensor_dump"));
+    d.args = true;
+    d.kernel_args = true;
+    d.workload = w.name().into();
+    d.case = case.into();
+    let rt = Runtime::new(
+        RuntimeConfig {
+            dump: Some(d),
+            ..cfg.clone()
+        },
+        w.kernels(),
+    )?;
+    w.run(case, 0, &rt).context("CaseSmall1 run with dumps")?;
+    drop(rt);
+
+    let exe = std::env::current_exe().context("path of the simpler binary")?;
+    let args = |out: &Path| crate::insight::InsightArgs {
+        workload: w.name().into(),
+        case: Some(case.into()),
+        func_id: Some(func_id),
+        dump_dir: Some(run_dir.clone()),
+        dispatch_id: None,
+        arg_spec: None,
+        set_arg: Vec::new(),
+        output: Some(out.to_path_buf()),
+        seed: 0,
+        chip: a.chip.clone(),
+    };
+    let (mut best_proc, mut best_inproc) = (Duration::MAX, Duration::MAX);
+    let mut instructions = 0;
+    for rep in 0..a.reps {
+        let out = tmp.path().join(format!("ws_proc_{rep}"));
+        let t = Instant::now();
+        let o = std::process::Command::new(&exe)
+            .args(["insight-trace", w.name(), "--case", case, "--func-id", "1"])
+            .arg("--dump-dir")
+            .arg(&run_dir)
+            .arg("--output")
+            .arg(&out)
+            .args([
+                "--arch",
+                &a.chip.arch,
+                "--clusters",
+                &a.chip.clusters.to_string(),
+            ])
+            .output()
+            .context("running simpler insight-trace")?;
+        best_proc = best_proc.min(t.elapsed());
+        if !o.status.success() {
+            bail!(
+                "simpler insight-trace exited with {}: {}",
+                o.status,
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+        let out = tmp.path().join(format!("ws_inproc_{rep}"));
+        let t = Instant::now();
+        let r = crate::insight::run(&args(&out), &mut std::io::sink())?;
+        best_inproc = best_inproc.min(t.elapsed());
+        if !r.report.overall_pass {
+            bail!("the replay of the SF dispatch did not verify bit-exact");
+        }
+        instructions = r.export.instructions;
+    }
+    let n = 2_000_000;
+    let params = simpler_replay::TimingParams::for_arch(&cfg.arch);
+    let mut best_sim = simpler_replay::bench::simulator_throughput(&params, n);
+    for _ in 1..a.reps {
+        let s = simpler_replay::bench::simulator_throughput(&params, n);
+        if s.instr_per_s > best_sim.instr_per_s {
+            best_sim = s;
+        }
+    }
+    let mut config = chip_config(a)?;
+    config.insert("workload".into(), json!(w.name()));
+    config.insert("case".into(), json!(case));
+    config.insert("func_id".into(), json!(func_id));
+    config.insert("sim_instructions".into(), json!(n));
+    Ok(Outcome {
+        name: "replay",
+        results: vec![
+            (
+                "wall_s",
+                best_proc.as_secs_f64(),
+                "s (simpler insight-trace process)",
+            ),
+            (
+                "instr_per_s",
+                best_sim.instr_per_s,
+                "simulated instructions/s",
+            ),
+            (
+                "inproc_wall_s",
+                best_inproc.as_secs_f64(),
+                "s (same work in-process)",
+            ),
+            (
+                "replay_instructions",
+                instructions as f64,
+                "instructions in the SF replay",
+            ),
+        ],
+        config,
+        target: "target: wall_s ≤ 0.5, instr_per_s ≥ 1e6".into(),
     })
 }

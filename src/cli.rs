@@ -28,6 +28,10 @@ pub enum Command {
     /// Read dumps: list, filter and export records.
     #[command(subcommand)]
     Dump(DumpCommand),
+    /// Replay one kernel dispatch from a dump on the pipe simulator: trace
+    /// for MindStudio Insight / Perfetto, bit-exact check against the dump
+    /// (exit 1 on mismatch).
+    InsightTrace(crate::insight::InsightArgs),
 }
 
 /// `simpler dump …`.
@@ -36,6 +40,10 @@ pub enum DumpCommand {
     /// List a tensor dump's records (default: the newest
     /// `outputs/*/tensor_dump`), filter them, export them as txt or npy.
     View(crate::dump_view::ViewArgs),
+    /// Compare two tensor dumps record by record: bit-equality, max abs/rel
+    /// error, cosine similarity; pass/fail by --rtol/--atol (exit 1 on any
+    /// failing or unpaired record).
+    Diff(crate::dump_diff::DiffArgs),
 }
 
 /// Chip and runtime shape, shared by every command that runs something.
@@ -146,6 +154,9 @@ pub enum BenchName {
     DumpOverhead,
     /// Peak RSS while dumping more than 1 GiB.
     DumpMemory,
+    /// `insight-trace` of a CaseSmall1 SF dispatch end to end, and the pipe
+    /// simulator's instructions per second.
+    Replay,
 }
 
 /// `simpler bench`.

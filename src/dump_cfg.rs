@@ -62,7 +62,7 @@ pub fn configure(
 
 /// `outputs/<workload>_<case>_<YYYYmmdd_HHMMSS>`, with `_2`, `_3`, … when a
 /// run of the same second already took the name.
-fn fresh_run_dir(root: &Path, workload: &str, case: &str) -> Result<PathBuf> {
+pub fn fresh_run_dir(root: &Path, workload: &str, case: &str) -> Result<PathBuf> {
     let ts = chrono::Local::now().format("%Y%m%d_%H%M%S");
     let base = format!("{workload}_{case}_{ts}");
     for n in 1..1000 {

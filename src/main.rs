@@ -5,7 +5,9 @@ mod bench;
 mod cli;
 mod dispatch_view;
 mod dump_cfg;
+mod dump_diff;
 mod dump_view;
+mod insight;
 mod list;
 mod run;
 
@@ -31,6 +33,8 @@ fn dispatch(args: cli::Cli) -> anyhow::Result<ExitCode> {
         cli::Command::List => list::list(),
         cli::Command::Bench(a) => bench::bench(&a),
         cli::Command::Dump(cli::DumpCommand::View(a)) => dump_view::view(&a),
+        cli::Command::Dump(cli::DumpCommand::Diff(a)) => dump_diff::diff(&a),
+        cli::Command::InsightTrace(a) => insight::insight_trace(&a),
     }
 }
 

@@ -175,8 +175,13 @@ fn overview(s: &mut String, bytes: &[u8], r: &Record, avail: u64, full: bool) {
         "## overview (row-major; one line per row of the last dimension: {rows} {} of {cols})",
         if rows == 1 { "row" } else { "rows" }
     );
-    let (row_head, row_tail) = head_tail(rows, OVERVIEW_ROWS, full);
-    let (col_head, col_tail) = head_tail(cols, OVERVIEW_COLS, full);
+    // `full` lists every row and column the payload holds. A truncated
+    // record's view may be vastly larger than its payload (2^60 elements):
+    // its overview stays elided (the detail list still shows every element
+    // present), so nothing is sized by the untrusted shape.
+    let complete = rows.checked_mul(cols).is_some_and(|n| n <= avail);
+    let (row_head, row_tail) = head_tail(rows, OVERVIEW_ROWS, full && complete);
+    let (col_head, col_tail) = head_tail(cols, OVERVIEW_COLS, full && cols <= avail);
     let col_ids: Vec<Option<u64>> = col_head
         .clone()
         .map(Some)

@@ -19,6 +19,8 @@ pub mod manifest;
 mod producer;
 mod record;
 // Reading side (viewer): modules below are owned by the reader work.
+pub mod args;
+pub mod diff;
 pub mod export_npy;
 pub mod export_txt;
 pub mod kernel_args;

@@ -13,6 +13,18 @@
 //! - [`mod@bench`] measures the simulator's instructions per second for
 //!   `simpler bench replay`.
 //!
+//! Replaying one dispatch (the `simpler insight-trace` command):
+//!
+//! - [`spec`]: `replay_spec.json` ([`ReplaySpec`]), hand-writable and
+//!   validated field by field into a [`spec::Plan`];
+//! - [`rebuild`]: picks a dispatch out of `kernel_args_dump.json`
+//!   ([`rebuild::select_dispatch`]) and builds its spec, tensor bytes from
+//!   the tensor dump's `before_dispatch` records ([`rebuild::rebuild`]);
+//! - [`replay`]: runs the spec's kernel(s) on private GM with recording on;
+//! - [`verify`]: compares the outputs with the `after_completion` records;
+//! - [`workspace`]: the `insight_trace_<label>_<ts>/` folder, the report,
+//!   and [`replay_into`], which does all of the above in order.
+//!
 //! ```
 //! use std::sync::Arc;
 //! use simpler_chip::{ArchProfile, BufKind, Gm};
@@ -40,11 +52,20 @@
 #![deny(missing_docs)]
 
 pub mod bench;
+mod error;
 pub mod export;
+pub mod rebuild;
+pub mod replay;
+pub mod spec;
 mod subcore;
 pub mod timing;
+pub mod verify;
+pub mod workspace;
 
+pub use error::ReplayError;
 pub use export::{export_trace, write_trace, ExportError, ExportSummary};
+pub use spec::ReplaySpec;
+pub use workspace::{replay_into, ReplayOutcome, Workspace, WorkspaceTarget};
 
 pub use subcore::SubCore;
 pub use timing::{simulate, simulate_core, TimingParams};

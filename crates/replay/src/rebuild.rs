@@ -88,13 +88,10 @@ pub fn available_pairs(k: &KernelArgsFile) -> String {
 }
 
 fn kernel_label(kernels: &[KernelDef], func_id: u32) -> String {
-    kernels
-        .iter()
-        .find(|k| k.func_id == func_id)
-        .map_or_else(
-            || format!("func_id {func_id}"),
-            |k| format!("func_id {func_id} ({})", k.name),
-        )
+    kernels.iter().find(|k| k.func_id == func_id).map_or_else(
+        || format!("func_id {func_id}"),
+        |k| format!("func_id {func_id} ({})", k.name),
+    )
 }
 
 /// Pick the dispatch to replay: `dispatch_id` when given (it must belong to
@@ -128,7 +125,10 @@ pub fn select_dispatch(
             };
             if d.func_id != func_id {
                 let mine = if of_func.is_empty() {
-                    format!("{} has no dispatches in this dump", kernel_label(kernels, func_id))
+                    format!(
+                        "{} has no dispatches in this dump",
+                        kernel_label(kernels, func_id)
+                    )
                 } else {
                     format!(
                         "dispatches of {}: {}",
@@ -195,9 +195,10 @@ fn slot_key(s: &SlotJson) -> impl PartialEq + '_ {
 fn consistent_clusters(k: &KernelArgsFile, max: u32) -> Vec<u32> {
     (1..=max)
         .filter(|&c| {
-            k.doc.dispatches.iter().all(|d| {
-                topology::locate(c, d.core_id).is_some_and(|(_, m)| m.name() == d.subtask)
-            })
+            k.doc
+                .dispatches
+                .iter()
+                .all(|d| topology::locate(c, d.core_id).is_some_and(|(_, m)| m.name() == d.subtask))
         })
         .collect()
 }
@@ -251,7 +252,10 @@ pub fn rebuild(
     members.sort_by_key(|m| m.subtask_id);
     for m in &members {
         if m.args.len() != d.args.len()
-            || m.args.iter().zip(&d.args).any(|(a, b)| slot_key(a) != slot_key(b))
+            || m.args
+                .iter()
+                .zip(&d.args)
+                .any(|(a, b)| slot_key(a) != slot_key(b))
         {
             return Err(ReplayError::Rebuild(format!(
                 "{path}: dispatches {} and {} are members of one MIX block (task {}, block {}) but their argument slots differ",
@@ -285,8 +289,7 @@ pub fn rebuild(
                 kd.core_type.name()
             )));
         }
-        if !topology::locate(opts.clusters, m.core_id).is_some_and(|(_, s)| s.name() == m.subtask)
-        {
+        if topology::locate(opts.clusters, m.core_id).is_none_or(|(_, s)| s.name() != m.subtask) {
             let max = simpler_chip::ArchProfile::by_name(opts.arch).map_or(36, |a| a.max_clusters);
             let fits = consistent_clusters(k, max);
             return Err(ReplayError::Rebuild(format!(
@@ -338,10 +341,16 @@ pub fn rebuild(
 
     // Tensor dump records of this task, by (stage, slot).
     let task = parse_hex_u64(&d.task_id).map(TaskId);
-    let bin = dump.map(|dp| std::fs::canonicalize(dp.bin_path()).unwrap_or_else(|_| dp.bin_path().to_path_buf()));
+    let bin = dump.map(|dp| {
+        std::fs::canonicalize(dp.bin_path()).unwrap_or_else(|_| dp.bin_path().to_path_buf())
+    });
     let mut recs: BTreeMap<(Stage, u32), &Record> = BTreeMap::new();
     if let (Some(dp), Some(task)) = (dump, task) {
-        for r in dp.records().iter().filter(|r| r.task_id == task && r.kind == RecordKind::Tensor) {
+        for r in dp
+            .records()
+            .iter()
+            .filter(|r| r.task_id == task && r.kind == RecordKind::Tensor)
+        {
             recs.entry((r.stage, r.arg_index)).or_insert(r);
         }
         if dp.records().iter().all(|r| r.task_id != task) {
@@ -416,7 +425,14 @@ pub fn rebuild(
             (r, _) => {
                 why.push(format!(
                     "zero-filled: {}",
-                    missing("before_dispatch", r, dump.is_some(), level, &d.task_id, s.arg_index)
+                    missing(
+                        "before_dispatch",
+                        r,
+                        dump.is_some(),
+                        level,
+                        &d.task_id,
+                        s.arg_index
+                    )
                 ));
                 DataSource::Zeros
             }
@@ -432,7 +448,14 @@ pub fn rebuild(
                 if r.is_some() || role.is_none() || role.is_some_and(writes) {
                     why.push(format!(
                         "not verifiable: {}",
-                        missing("after_completion", r, dump.is_some(), level, &d.task_id, s.arg_index)
+                        missing(
+                            "after_completion",
+                            r,
+                            dump.is_some(),
+                            level,
+                            &d.task_id,
+                            s.arg_index
+                        )
                     ));
                 }
                 None

@@ -30,6 +30,10 @@ use crate::{
     ReplayError, SubCore,
 };
 
+/// Most global memory one replay reserves (tensor buffers and payloads):
+/// a spec asking for more is refused rather than exhausting the host.
+pub const MAX_REPLAY_GM: u64 = 4 << 30;
+
 /// A tensor slot's view before and after the kernels ran.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TensorState {
@@ -111,7 +115,7 @@ pub fn load_source(
                 .map_err(|e| bad(format!("{}: {e}", file.display())))?
                 .len();
             let end = bin_offset.checked_add(bin_size);
-            if !end.is_some_and(|e| e <= len) {
+            if end.is_none_or(|e| e > len) {
                 return Err(bad(format!(
                     "{} is {len} bytes but the record needs bytes {bin_offset}..{}",
                     file.display(),
@@ -125,6 +129,55 @@ pub fn load_source(
             Ok(out)
         }
     }
+}
+
+/// Check, without reading them, that every `dump`/`file` source of
+/// `plan` (data and expected) exists and is long enough, so that a bad
+/// path is reported against the spec the user gave.
+///
+/// # Errors
+/// As for [`load_source`].
+pub fn check_sources(plan: &Plan, base: &Path, spec_file: &str) -> Result<(), ReplayError> {
+    for (k, t) in plan.tensors.iter().enumerate() {
+        let sources = [("data", Some(&t.data)), ("expected", t.expected.as_ref())];
+        for (name, src) in sources {
+            let Some(src) = src else { continue };
+            let bad = |msg: String| ReplayError::Spec {
+                file: spec_file.into(),
+                field: format!("args[{k}].{name}"),
+                msg,
+            };
+            let (path, need, exact) = match src.resolved(base) {
+                DataSource::Dump {
+                    file,
+                    bin_offset,
+                    bin_size,
+                    ..
+                } => (file, bin_offset.checked_add(bin_size), false),
+                DataSource::File { path } => (path, Some(t.view_bytes()), true),
+                _ => continue,
+            };
+            let len = std::fs::metadata(&path)
+                .map_err(|e| bad(format!("{}: cannot read: {e}", path.display())))?
+                .len();
+            match need {
+                Some(n) if (exact && len == n) || (!exact && len >= n) => {}
+                _ => {
+                    return Err(bad(format!(
+                        "{} is {len} bytes, but {} {}",
+                        path.display(),
+                        if exact {
+                            "the view holds"
+                        } else {
+                            "the record needs bytes up to"
+                        },
+                        need.map_or_else(|| "beyond 2^64".to_string(), |n| n.to_string())
+                    )))
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 fn align(n: u64) -> Option<u64> {
@@ -220,7 +273,33 @@ pub fn execute(
         })
         .collect::<Result<_, _>>()?;
 
-    // Initial view bytes, read before any GM is reserved.
+    let mut total = 0u64;
+    for t in &plan.tensors {
+        total = align(t.buffer_bytes())
+            .and_then(|b| total.checked_add(b))
+            .ok_or_else(|| ReplayError::Gm("the tensor buffers overflow 64 bits".into()))?;
+    }
+    let payload_bytes = align(payload::BYTES).unwrap_or(payload::BYTES);
+    total = total
+        .checked_add(payload_bytes * plan.members.len() as u64 + GM_ALIGN)
+        .ok_or_else(|| ReplayError::Gm("the tensor buffers overflow 64 bits".into()))?;
+    if total > MAX_REPLAY_GM {
+        let (k, big) = plan
+            .tensors
+            .iter()
+            .enumerate()
+            .max_by_key(|(_, t)| t.buffer_bytes())
+            .map_or((0, 0), |(k, t)| (k, t.buffer_bytes()));
+        return Err(ReplayError::Spec {
+            file: spec_file.into(),
+            field: format!("args[{k}].size"),
+            msg: format!(
+                "the replay would need {total} bytes of GM (slot {k}'s buffer alone {big}); a replay reserves at most {MAX_REPLAY_GM}"
+            ),
+        });
+    }
+
+    // Initial view bytes (bounded by the GM check above).
     let mut befores = Vec::with_capacity(plan.tensors.len());
     for (k, t) in plan.tensors.iter().enumerate() {
         befores.push(load_source(
@@ -232,17 +311,6 @@ pub fn execute(
             &format!("args[{k}].data"),
         )?);
     }
-
-    let mut total = 0u64;
-    for t in &plan.tensors {
-        total = align(t.buffer_bytes())
-            .and_then(|b| total.checked_add(b))
-            .ok_or_else(|| ReplayError::Gm("the tensor buffers overflow 64 bits".into()))?;
-    }
-    let payload_bytes = align(payload::BYTES).unwrap_or(payload::BYTES);
-    total = total
-        .checked_add(payload_bytes * plan.members.len() as u64 + GM_ALIGN)
-        .ok_or_else(|| ReplayError::Gm("the tensor buffers overflow 64 bits".into()))?;
     let gm = Arc::new(Gm::new(total).map_err(|e| gm_err(&format!("reserving {total} bytes"), e))?);
 
     // Buffers and initial content.
@@ -254,9 +322,15 @@ pub fn execute(
             .map_err(|e| gm_err(&format!("slot {} buffer of {bytes} bytes", t.arg_index), e))?;
         let desc = t.descriptor(addr);
         if t.data == DataSource::Sentinel {
-            let n = usize::try_from(bytes).map_err(|e| gm_err("sentinel", e))?;
-            gm.write(addr, &vec![SENTINEL_BYTE; n])
-                .map_err(|e| gm_err("sentinel fill", e))?;
+            // In chunks: the buffer may be much larger than the view.
+            let chunk = vec![SENTINEL_BYTE; 1 << 20];
+            let mut off = 0u64;
+            while off < bytes {
+                let n = (bytes - off).min(chunk.len() as u64) as usize;
+                gm.write(addr + off, &chunk[..n])
+                    .map_err(|e| gm_err("sentinel fill", e))?;
+                off += n as u64;
+            }
         } else {
             gm.scatter(&desc, before)
                 .map_err(|e| gm_err(&format!("placing slot {}", t.arg_index), e))?;
@@ -277,7 +351,10 @@ pub fn execute(
             w(payload::ARGS + 8 * i as u64, &(base + at).to_le_bytes())?;
         }
         for s in &plan.scalars {
-            w(payload::ARGS + 8 * u64::from(s.arg_index), &s.bits.to_le_bytes())?;
+            w(
+                payload::ARGS + 8 * u64::from(s.arg_index),
+                &s.bits.to_le_bytes(),
+            )?;
         }
         let local = LocalContext {
             block_idx: plan.block_idx as i32,

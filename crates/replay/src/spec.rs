@@ -469,7 +469,10 @@ impl ReplaySpec {
     /// [`ReplayError::Io`] when it cannot be read, [`ReplayError::SpecJson`]
     /// for malformed JSON, [`ReplayError::Spec`] naming the field otherwise.
     pub fn load(path: &Path) -> Result<ReplaySpec, ReplayError> {
-        let text = std::fs::read(path).map_err(|e| ReplayError::io(path, &e))?;
+        let text = std::fs::read(path).map_err(|e| ReplayError::Io {
+            path: path.to_path_buf(),
+            msg: format!("cannot read the replay spec: {e}"),
+        })?;
         let spec = ReplaySpec::parse(&path.display().to_string(), &text)?;
         spec.plan(&path.display().to_string())?;
         Ok(spec)
@@ -707,19 +710,13 @@ impl ReplaySpec {
         if tensors.len() > MAX_TENSORS {
             return Err(bad(
                 "args",
-                format!(
-                    "{} tensor slots; at most {MAX_TENSORS}",
-                    tensors.len()
-                ),
+                format!("{} tensor slots; at most {MAX_TENSORS}", tensors.len()),
             ));
         }
         if scalars.len() > MAX_SCALARS {
             return Err(bad(
                 "args",
-                format!(
-                    "{} scalar slots; at most {MAX_SCALARS}",
-                    scalars.len()
-                ),
+                format!("{} scalar slots; at most {MAX_SCALARS}", scalars.len()),
             ));
         }
         Ok(Plan {
@@ -771,7 +768,9 @@ impl ReplaySpec {
         }
         let slots = self.slot_summary();
         let Some(a) = self.args.iter_mut().find(|a| a.arg_index == slot) else {
-            return Err(err(format!("this dispatch has no slot {slot}; it has {slots}")));
+            return Err(err(format!(
+                "this dispatch has no slot {slot}; it has {slots}"
+            )));
         };
         let dtype = DType::from_name(&a.dtype)
             .ok_or_else(|| err(format!("slot {slot} has unknown dtype {:?}", a.dtype)))?;
@@ -819,15 +818,15 @@ impl ReplaySpec {
             .filter(|a| a.kind != "tensor")
             .map(|a| a.arg_index)
             .collect();
-        let list = |v: &[u32]| match v {
-            [] => "none".to_string(),
-            [a] => a.to_string(),
-            [a, .., b] => format!("{a}-{b}"),
+        let list = |what: &str, v: &[u32]| match v {
+            [] => format!("no {what} slots"),
+            [a] => format!("{what} slot {a}"),
+            [a, .., b] => format!("{what} slots {a}-{b}"),
         };
         format!(
-            "tensor slots {}, scalar slots {} (48/49 are contexts)",
-            list(&t),
-            list(&s)
+            "{}, {} (48/49 are contexts)",
+            list("tensor", &t),
+            list("scalar", &s)
         )
     }
 }
@@ -883,7 +882,12 @@ fn member(
         Some((c, m)) if m == subtask => c,
         found => {
             let what = found.map_or_else(
-                || format!("is beyond the {} cores of {clusters} clusters", 3 * clusters),
+                || {
+                    format!(
+                        "is beyond the {} cores of {clusters} clusters",
+                        3 * clusters
+                    )
+                },
                 |(c, m)| format!("is {m} of cluster {c} with {clusters} clusters"),
             );
             return Err(bad(
@@ -896,11 +900,12 @@ fn member(
     };
     let task_id = match &d.task_id {
         None => None,
-        Some(s) => Some(
-            parse_hex_u64(s)
-                .map(TaskId)
-                .ok_or_else(|| bad(&format!("{p}dispatch.task_id"), format!("{s:?} is not 0x… hex")))?,
-        ),
+        Some(s) => Some(parse_hex_u64(s).map(TaskId).ok_or_else(|| {
+            bad(
+                &format!("{p}dispatch.task_id"),
+                format!("{s:?} is not 0x… hex"),
+            )
+        })?),
     };
     Ok(Member {
         func_id,
@@ -928,7 +933,10 @@ fn tensor_arg(bad: &Bad<'_>, p: &str, a: &ArgSpec, dtype: DType) -> Result<Tenso
     if shape.is_empty() || shape.len() > MAX_DIMS {
         return Err(bad(
             &f("shape"),
-            format!("{} dimensions {shape:?}: expected 1..={MAX_DIMS}", shape.len()),
+            format!(
+                "{} dimensions {shape:?}: expected 1..={MAX_DIMS}",
+                shape.len()
+            ),
         ));
     }
     let to_u32 = |field: &str, v: &[u64]| -> Result<Vec<u32>, ReplayError> {
@@ -947,17 +955,18 @@ fn tensor_arg(bad: &Bad<'_>, p: &str, a: &ArgSpec, dtype: DType) -> Result<Tenso
     let numel = shape
         .iter()
         .try_fold(1u64, |acc, &x| acc.checked_mul(x))
-        .ok_or_else(|| bad(&f("shape"), format!("{shape:?} overflows the element count")))?;
+        .ok_or_else(|| {
+            bad(
+                &f("shape"),
+                format!("{shape:?} overflows the element count"),
+            )
+        })?;
     let strides32 = match &a.strides {
         Some(st) => {
             if st.len() != shape.len() {
                 return Err(bad(
                     &f("strides"),
-                    format!(
-                        "{} strides {st:?} for {} dimensions",
-                        st.len(),
-                        shape.len()
-                    ),
+                    format!("{} strides {st:?} for {} dimensions", st.len(), shape.len()),
                 ));
             }
             to_u32("strides", st)?
@@ -1001,8 +1010,22 @@ fn tensor_arg(bad: &Bad<'_>, p: &str, a: &ArgSpec, dtype: DType) -> Result<Tenso
         .and_then(|e| t.start_offset.checked_add(e))
         .and_then(|e| e.checked_mul(es))
         .filter(|_| numel.checked_mul(es).is_some())
-        .ok_or_else(|| bad(&f("start_offset"), "the view's byte range overflows 64 bits".into()))?;
-    let needed = if numel == 0 { t.start_offset * es } else { needed };
+        .ok_or_else(|| {
+            bad(
+                &f("start_offset"),
+                "the view's byte range overflows 64 bits".into(),
+            )
+        })?;
+    let needed = if numel == 0 {
+        t.start_offset.checked_mul(es).ok_or_else(|| {
+            bad(
+                &f("start_offset"),
+                "the view's byte range overflows 64 bits".into(),
+            )
+        })?
+    } else {
+        needed
+    };
     t.size = match a.size {
         Some(s) if s < needed => {
             return Err(bad(
@@ -1062,9 +1085,7 @@ fn check_source(
             &format!("{field}.bin_size"),
             format!("{bin_size} bytes, but the view holds {view_bytes}"),
         )),
-        DataSource::Fill { .. } => fill_bits(d, dtype)
-            .map(drop)
-            .map_err(|m| bad(field, m)),
+        DataSource::Fill { .. } => fill_bits(d, dtype).map(drop).map_err(|m| bad(field, m)),
         _ => Ok(()),
     }
 }
@@ -1215,14 +1236,11 @@ fn both_nan(dtype: DType, a: u64, b: u64) -> bool {
 /// scalar slot holds them (an INT32 −1 is `0x00000000ffffffff`).
 fn number_bits(dtype: DType, n: Number) -> Result<u64, String> {
     let int_range = |lo: i128, hi: i128| -> Result<u64, String> {
-        let i = n.as_int().ok_or_else(|| {
-            format!("{} needs an integer, got {}", dtype.name(), n.as_f64())
-        })?;
+        let i = n
+            .as_int()
+            .ok_or_else(|| format!("{} needs an integer, got {}", dtype.name(), n.as_f64()))?;
         if i < lo || i > hi {
-            return Err(format!(
-                "{i} does not fit {} ({lo}..={hi})",
-                dtype.name()
-            ));
+            return Err(format!("{i} does not fit {} ({lo}..={hi})", dtype.name()));
         }
         Ok((i as i64 as u64) & width_mask(dtype))
     };
@@ -1241,7 +1259,9 @@ fn number_bits(dtype: DType, n: Number) -> Result<u64, String> {
             let i = n
                 .as_int()
                 .filter(|i| (0..=i128::from(u64::MAX)).contains(i))
-                .ok_or_else(|| format!("UINT64 needs an integer in 0..=2^64-1, got {}", n.as_f64()))?;
+                .ok_or_else(|| {
+                    format!("UINT64 needs an integer in 0..=2^64-1, got {}", n.as_f64())
+                })?;
             Ok(i as u64)
         }
         DType::Bool => int_range(0, 1),
@@ -1341,15 +1361,30 @@ mod tests {
     #[test]
     fn values_encode_by_dtype() {
         assert_eq!(parse_bits(DType::Float32, "0.25", true), Ok(0x3e80_0000));
-        assert_eq!(parse_bits(DType::Float32, "0x3f800000", true), Ok(0x3f80_0000));
+        assert_eq!(
+            parse_bits(DType::Float32, "0x3f800000", true),
+            Ok(0x3f80_0000)
+        );
         assert_eq!(parse_bits(DType::Int32, "-1", true), Ok(0xffff_ffff));
         assert_eq!(parse_bits(DType::Bfloat16, "1.0", false), Ok(0x3f80));
-        assert_eq!(parse_bits(DType::Uint64, "18446744073709551615", true), Ok(u64::MAX));
-        assert!(parse_bits(DType::Int8, "300", false).unwrap_err().contains("does not fit"));
-        assert!(parse_bits(DType::Int32, "1.5", true).unwrap_err().contains("integer"));
-        assert!(parse_bits(DType::Float32, "abc", true).unwrap_err().contains("not a FLOAT32"));
+        assert_eq!(
+            parse_bits(DType::Uint64, "18446744073709551615", true),
+            Ok(u64::MAX)
+        );
+        assert!(parse_bits(DType::Int8, "300", false)
+            .unwrap_err()
+            .contains("does not fit"));
+        assert!(parse_bits(DType::Int32, "1.5", true)
+            .unwrap_err()
+            .contains("integer"));
+        assert!(parse_bits(DType::Float32, "abc", true)
+            .unwrap_err()
+            .contains("not a FLOAT32"));
         assert!(parse_bits(DType::Float32, "0x1ffffffff", false).is_err());
-        assert_eq!(parse_bits(DType::Float32, "0x1ffffffff", true), Ok(0x1_ffff_ffff));
+        assert_eq!(
+            parse_bits(DType::Float32, "0x1ffffffff", true),
+            Ok(0x1_ffff_ffff)
+        );
         assert!(parse_bits(DType::Fp8E4M3Fn, "1.0", false).is_err());
         assert_eq!(parse_bits(DType::Fp8E4M3Fn, "0x38", false), Ok(0x38));
         assert_eq!(

@@ -206,7 +206,10 @@ impl Verification {
         } else if n == 0 {
             "NOT VERIFIED: the dispatch has no output to compare".into()
         } else if self.failed() > 0 {
-            format!("FAIL: {} of {n} outputs differ from the dump", self.failed())
+            format!(
+                "FAIL: {} of {n} outputs differ from the dump",
+                self.failed()
+            )
         } else {
             format!(
                 "NOT VERIFIED: {} of {n} outputs could not be compared (see above)",
@@ -277,10 +280,14 @@ pub fn verify(
             reason: None,
         };
         let Some(exp_src) = &t.expected else {
-            o.reason = Some(match (&t.note, t.role) {
-                (Some(n), _) => n.clone(),
-                (None, None) => "role unknown and no expected bytes".into(),
-                (None, Some(_)) => "no expected bytes (no after_completion payload)".into(),
+            let why = t.note.as_deref().and_then(|n| {
+                n.split("; ")
+                    .find_map(|p| p.strip_prefix("not verifiable: "))
+            });
+            o.reason = Some(match (why, t.role) {
+                (Some(w), _) => w.to_string(),
+                (None, None) => "role unknown and no expected bytes in the spec".into(),
+                (None, Some(_)) => "no expected bytes in the spec".into(),
             });
             outputs.push(o);
             continue;

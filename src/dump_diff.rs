@@ -1,0 +1,80 @@
+//! `simpler dump diff A B`: compare two tensor dumps record by record
+//! (DESIGN §7). Pairing, metrics and the pass rule live in
+//! `simpler_dump::diff`; this module is the command's grammar and output.
+//!
+//! Exit codes: 0 when every pair passes and every record has a partner, 1
+//! otherwise, and an error (exit 2 from `main`) when a dump cannot be read or
+//! an option is unusable.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use simpler_dump::diff::{diff as diff_dumps, DiffOptions, MatchMode, DEFAULT_ATOL, DEFAULT_RTOL};
+use simpler_dump::reader::Dump;
+
+/// `simpler dump diff`.
+#[derive(Debug, Clone, Args)]
+pub struct DiffArgs {
+    /// Dump A: a run directory, its tensor_dump/ folder, or a tensor_dump.json.
+    pub a: PathBuf,
+    /// Dump B (the reference for relative errors): same forms as A.
+    pub b: PathBuf,
+    /// How records are paired: `key` = (task_id, stage, arg_index, role);
+    /// `order` = the k-th task id of A (sorted) with the k-th of B, then
+    /// (stage, arg_index, role), for runs whose task ids differ.
+    #[arg(long = "match", value_name = "MODE", default_value = "key", value_parser = parse_match)]
+    pub match_mode: MatchMode,
+    /// Relative tolerance: an element passes when |a-b| <= atol + rtol*|b|.
+    #[arg(long, default_value_t = DEFAULT_RTOL, value_name = "RTOL", allow_hyphen_values = true)]
+    pub rtol: f64,
+    /// Absolute tolerance (also the floor of the relative error's denominator).
+    #[arg(long, default_value_t = DEFAULT_ATOL, value_name = "ATOL", allow_hyphen_values = true)]
+    pub atol: f64,
+    /// List passing pairs too (after the failing ones).
+    #[arg(long)]
+    pub all: bool,
+    /// Print one JSON object (summary and every pair) instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Rows per table (0: all).
+    #[arg(long, default_value_t = 50, value_name = "N")]
+    pub limit: usize,
+}
+
+fn parse_match(s: &str) -> Result<MatchMode, String> {
+    MatchMode::from_name(s).ok_or_else(|| format!("{s:?}: expected key or order"))
+}
+
+/// Run `simpler dump diff`, printing to stdout.
+pub fn diff(args: &DiffArgs) -> Result<ExitCode> {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    diff_with(args, &mut out)
+}
+
+/// [`diff`] with an explicit output.
+pub fn diff_with(args: &DiffArgs, out: &mut dyn Write) -> Result<ExitCode> {
+    let options = DiffOptions {
+        match_mode: args.match_mode,
+        rtol: args.rtol,
+        atol: args.atol,
+    };
+    options.validate()?;
+    let a = Dump::open(&args.a).context("dump A")?;
+    let b = Dump::open(&args.b).context("dump B")?;
+    let report = diff_dumps(&a, &b, &options)?;
+    if args.json {
+        let text = serde_json::to_string_pretty(&report.to_json())?;
+        writeln!(out, "{text}")?;
+    } else {
+        write!(out, "{}", report.render_text(args.all, args.limit))?;
+    }
+    Ok(if report.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
