@@ -67,8 +67,7 @@ pub fn diff_with(args: &DiffArgs, out: &mut dyn Write) -> Result<ExitCode> {
     let b = Dump::open(&args.b).context("dump B")?;
     let report = diff_dumps(&a, &b, &options)?;
     if args.json {
-        let text = serde_json::to_string_pretty(&report.to_json())?;
-        writeln!(out, "{text}")?;
+        report.write_json(out)?;
     } else {
         write!(out, "{}", report.render_text(args.all, args.limit))?;
     }

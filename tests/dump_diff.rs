@@ -13,7 +13,9 @@ use simpler_core::{topology::CoreType, DType, TaskId};
 use simpler_dump::diff::{diff, DiffOptions, Difference, MatchMode};
 use simpler_dump::reader::{Dump, RecordKind, Stage};
 use simpler_isa::{Args, BufKind, Core, KResult};
-use simpler_runtime::{KernelDef, Kernels, OrchArgs, Orchestrator, RuntimeError, TaskArgs, TensorInfo};
+use simpler_runtime::{
+    KernelDef, Kernels, OrchArgs, Orchestrator, RuntimeError, TaskArgs, TensorInfo,
+};
 use simpler_workloads::paged_attention::{Inputs, PaCase};
 
 fn simpler(args: &[&str]) -> Output {
@@ -68,7 +70,11 @@ fn different_seeds_fail_at_the_first_qk_of_batch_0() {
     );
     let case = PaCase::by_name("CaseSmall2").unwrap();
     let qi_len = (case.num_heads * case.head_dim) as usize;
-    let qi = a.records().iter().find(|x| x.task_id == first_task && x.arg_index == 0).unwrap();
+    let qi = a
+        .records()
+        .iter()
+        .find(|x| x.task_id == first_task && x.arg_index == 0)
+        .unwrap();
     assert_eq!(
         a.payload(qi),
         common::u16_bytes(&Inputs::generate(&case, 0).query[..qi_len]),
@@ -96,10 +102,13 @@ fn different_seeds_fail_at_the_first_qk_of_batch_0() {
     let o = simpler(&["dump", "diff", &s(&da), &s(&db)]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
-    assert!(out.contains(&format!(
-        "FAIL: {} pairs, {} passed, {} failed, 0 only in A, 0 only in B",
-        sum.pairs, sum.passed, sum.failed
-    )), "{out}");
+    assert!(
+        out.contains(&format!(
+            "FAIL: {} pairs, {} passed, {} failed, 0 only in A, 0 only in B",
+            sum.pairs, sum.passed, sum.failed
+        )),
+        "{out}"
+    );
     assert!(out.contains(&format!("first difference: task {first_task}, stage before_dispatch, arg 0, role input (func 0)")), "{out}");
     let o = simpler(&["dump", "diff", &s(&da), &s(&db), "--json"]);
     assert_eq!(o.status.code(), Some(1));
@@ -126,13 +135,29 @@ fn the_same_seed_twice_is_bit_equal_everywhere() {
         assert_eq!(p.task_a, p.task_b);
     }
     // Exact tolerances change nothing for bit-equal dumps.
-    let exact = DiffOptions { rtol: 0.0, atol: 0.0, ..DiffOptions::default() };
+    let exact = DiffOptions {
+        rtol: 0.0,
+        atol: 0.0,
+        ..DiffOptions::default()
+    };
     assert!(diff(&a, &b, &exact).unwrap().passed());
 
-    let o = simpler(&["dump", "diff", &s(&da), &s(&db), "--rtol", "0", "--atol", "0"]);
+    let o = simpler(&[
+        "dump",
+        "diff",
+        &s(&da),
+        &s(&db),
+        "--rtol",
+        "0",
+        "--atol",
+        "0",
+    ]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
-    assert!(out.contains("PASS: 120 pairs, 120 passed, 0 failed, 0 only in A, 0 only in B"), "{out}");
+    assert!(
+        out.contains("PASS: 120 pairs, 120 passed, 0 failed, 0 only in A, 0 only in B"),
+        "{out}"
+    );
     assert!(!out.contains("first difference"), "{out}");
 }
 
@@ -152,9 +177,28 @@ fn add_scalar(core: &mut Core, args: &Args) -> KResult<()> {
 fn chain(o: &mut Orchestrator<'_>, a: &OrchArgs, second: f32) -> Result<(), RuntimeError> {
     let info = TensorInfo::new(&[8], DType::Float32);
     let x = a.tensor_at(0)?;
-    let y = o.submit(Kernels::Aiv(0), TaskArgs::new().input(&x).output(info.clone()).scalar_f32(1.0))?.outputs[0];
-    let z = o.submit(Kernels::Aiv(0), TaskArgs::new().input(&y).output(info).scalar_f32(second))?.outputs[0];
-    o.submit(Kernels::Aiv(0), TaskArgs::new().input(&z).output_existing(&a.tensor_at(1)?).scalar_f32(3.0))?;
+    let y = o
+        .submit(
+            Kernels::Aiv(0),
+            TaskArgs::new()
+                .input(&x)
+                .output(info.clone())
+                .scalar_f32(1.0),
+        )?
+        .outputs[0];
+    let z = o
+        .submit(
+            Kernels::Aiv(0),
+            TaskArgs::new().input(&y).output(info).scalar_f32(second),
+        )?
+        .outputs[0];
+    o.submit(
+        Kernels::Aiv(0),
+        TaskArgs::new()
+            .input(&z)
+            .output_existing(&a.tensor_at(1)?)
+            .scalar_f32(3.0),
+    )?;
     Ok(())
 }
 
@@ -191,8 +235,14 @@ fn match_order_pairs_the_same_work_at_another_scope_depth() {
         v.dedup();
         v
     };
-    assert_eq!(ids(&a), [TaskId::new(0, 0), TaskId::new(0, 1), TaskId::new(0, 2)]);
-    assert_eq!(ids(&b), [TaskId::new(1, 0), TaskId::new(1, 1), TaskId::new(1, 2)]);
+    assert_eq!(
+        ids(&a),
+        [TaskId::new(0, 0), TaskId::new(0, 1), TaskId::new(0, 2)]
+    );
+    assert_eq!(
+        ids(&b),
+        [TaskId::new(1, 0), TaskId::new(1, 1), TaskId::new(1, 2)]
+    );
 
     // By key nothing pairs, and the report says what to do.
     let by_key = diff(&a, &b, &DiffOptions::default()).unwrap();
@@ -200,13 +250,19 @@ fn match_order_pairs_the_same_work_at_another_scope_depth() {
     assert_eq!(by_key.summary().only_in_a, a.records().len());
     assert!(by_key.notes.iter().any(|n| n.contains("--match order")));
 
-    let order = DiffOptions { match_mode: MatchMode::Order, ..DiffOptions::default() };
+    let order = DiffOptions {
+        match_mode: MatchMode::Order,
+        ..DiffOptions::default()
+    };
     let r = diff(&a, &b, &order).unwrap();
     assert!(r.passed(), "{}", r.render_text(true, 0));
     assert_eq!(r.summary().pairs, a.records().len());
     assert_eq!(a.records().len(), 9); // per task: input, scalar, output
     for p in &r.pairs {
-        assert_eq!((p.task_a.local(), p.task_a.ring(), p.task_b.ring()), (p.task_b.local(), 0, 1));
+        assert_eq!(
+            (p.task_a.local(), p.task_a.ring(), p.task_b.ring()),
+            (p.task_b.local(), 0, 1)
+        );
         assert_eq!(p.bit_equal, Some(true));
     }
 
@@ -214,20 +270,47 @@ fn match_order_pairs_the_same_work_at_another_scope_depth() {
     let tc = chain_run(1, 2.5);
     let c = Dump::open(tc.path()).unwrap();
     let r = diff(&a, &c, &order).unwrap();
-    let Some(Difference::Pair(p)) = r.first_difference() else { panic!("{:?}", r.first_difference()) };
-    assert_eq!((p.task_a, p.task_b, p.stage, p.arg_index), (TaskId::new(0, 1), TaskId::new(1, 1), Stage::BeforeDispatch, 2));
+    let Some(Difference::Pair(p)) = r.first_difference() else {
+        panic!("{:?}", r.first_difference())
+    };
+    assert_eq!(
+        (p.task_a, p.task_b, p.stage, p.arg_index),
+        (
+            TaskId::new(0, 1),
+            TaskId::new(1, 1),
+            Stage::BeforeDispatch,
+            2
+        )
+    );
     assert_eq!(p.kind_a, RecordKind::Scalar);
     assert_eq!(p.max_abs_err, 0.5);
 
-    let o = simpler(&["dump", "diff", &s(ta.path()), &s(tb.path()), "--match", "order"]);
+    let o = simpler(&[
+        "dump",
+        "diff",
+        &s(ta.path()),
+        &s(tb.path()),
+        "--match",
+        "order",
+    ]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
     assert!(out.contains("PASS: 9 pairs, 9 passed"), "{out}");
     let o = simpler(&["dump", "diff", &s(ta.path()), &s(tb.path())]);
     let (out, _) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}");
-    assert!(out.contains("FAIL: 0 pairs, 0 passed, 0 failed, 9 only in A, 9 only in B"), "{out}");
-    let o = simpler(&["dump", "diff", &s(ta.path()), &s(tc.path()), "--match", "order"]);
+    assert!(
+        out.contains("FAIL: 0 pairs, 0 passed, 0 failed, 9 only in A, 9 only in B"),
+        "{out}"
+    );
+    let o = simpler(&[
+        "dump",
+        "diff",
+        &s(ta.path()),
+        &s(tc.path()),
+        "--match",
+        "order",
+    ]);
     let (out, _) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}");
     assert!(out.contains(
@@ -239,15 +322,25 @@ fn match_order_pairs_the_same_work_at_another_scope_depth() {
 fn errors_exit_2_and_name_the_dump_or_argument() {
     let tmp = tempfile::tempdir().unwrap();
     let missing = tmp.path().join("missing");
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reference-dumps/vector_example");
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reference-dumps/vector_example");
     let o = simpler(&["dump", "diff", &s(&fixture), &s(&missing)]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
-    assert_eq!(err.trim_end(), format!("error: dump B: dump path {} does not exist", missing.display()));
+    assert_eq!(
+        err.trim_end(),
+        format!(
+            "error: dump B: dump path {} does not exist",
+            missing.display()
+        )
+    );
     let o = simpler(&["dump", "diff", &s(&fixture), &s(&fixture), "--atol", "nan"]);
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
-    assert_eq!(err.trim_end(), "error: --atol NaN: expected a finite number >= 0");
+    assert_eq!(
+        err.trim_end(),
+        "error: --atol NaN: expected a finite number >= 0"
+    );
     // A reference-runtime dump diffed with itself passes, with a note.
     let o = simpler(&["dump", "diff", &s(&fixture), &s(&fixture)]);
     let (out, err) = text(&o);

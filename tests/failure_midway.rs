@@ -58,12 +58,7 @@ fn kernels_with_failing_pv() -> Vec<KernelDef> {
         .into_iter()
         .map(|k| {
             if k.func_id == FUNC_PV {
-                KernelDef::new(
-                    FUNC_PV,
-                    "pv_matmul",
-                    CoreType::Aic,
-                    pv_failing_in_one_task,
-                )
+                KernelDef::new(FUNC_PV, "pv_matmul", CoreType::Aic, pv_failing_in_one_task)
             } else {
                 k
             }
@@ -109,9 +104,18 @@ fn a_kernel_error_in_task_k_leaves_an_incomplete_loadable_dump() {
     else {
         panic!("expected a kernel error, got {err}");
     };
-    assert_eq!((task_id, func_id, core_type), (FAILING, FUNC_PV, CoreType::Aic));
-    assert!(core_id < 8, "AIC core ids are below the 8 clusters: {core_id}");
-    assert!(msg.contains("injected failure in task 0x000000020000000e"), "{msg}");
+    assert_eq!(
+        (task_id, func_id, core_type),
+        (FAILING, FUNC_PV, CoreType::Aic)
+    );
+    assert!(
+        core_id < 8,
+        "AIC core ids are below the 8 clusters: {core_id}"
+    );
+    assert!(
+        msg.contains("injected failure in task 0x000000020000000e"),
+        "{msg}"
+    );
     let text = err.to_string();
     for want in [
         "task 0x000000020000000e".to_string(),
@@ -147,7 +151,10 @@ fn a_kernel_error_in_task_k_leaves_an_incomplete_loadable_dump() {
     assert_eq!(failing_before(&tasks), 2, "PV reads pij and vj");
     // Its dependents never ran.
     for local in DEPENDENTS {
-        assert!(!tasks.contains_key(&TaskId::new(RING, local)), "task {local} ran");
+        assert!(
+            !tasks.contains_key(&TaskId::new(RING, local)),
+            "task {local} ran"
+        );
     }
     // Tasks that completed (their after_completion records are there): every
     // record present and byte-identical to the successful run.
@@ -172,16 +179,26 @@ fn a_kernel_error_in_task_k_leaves_an_incomplete_loadable_dump() {
         } else {
             // Dispatched but not complete: its before_dispatch records.
             if *id != FAILING {
-                assert!(recs.iter().all(|r| r.stage == Stage::BeforeDispatch), "task {id}");
+                assert!(
+                    recs.iter().all(|r| r.stage == Stage::BeforeDispatch),
+                    "task {id}"
+                );
             }
-            want.iter().filter(|r| r.stage == Stage::BeforeDispatch).collect()
+            want.iter()
+                .filter(|r| r.stage == Stage::BeforeDispatch)
+                .collect()
         };
         for w in check {
             let got = recs
                 .iter()
                 .find(|r| (r.stage, r.arg_index, r.role) == (w.stage, w.arg_index, w.role))
                 .unwrap_or_else(|| panic!("task {id}: {} arg {} missing", w.stage, w.arg_index));
-            assert_eq!((got.dtype, &got.shape), (w.dtype, &w.shape), "task {id} arg {}", w.arg_index);
+            assert_eq!(
+                (got.dtype, &got.shape),
+                (w.dtype, &w.shape),
+                "task {id} arg {}",
+                w.arg_index
+            );
             assert!(
                 d.payload(got) == good.payload(w) && got.bits == w.bits,
                 "task {id} {} arg {}: bytes differ from the successful run",
@@ -199,11 +216,18 @@ fn a_kernel_error_in_task_k_leaves_an_incomplete_loadable_dump() {
     let s = r.summary();
     assert_eq!(s.only_in_a, 0, "{}", r.render_text(false, 20));
     for p in r.failures() {
-        assert!(p.task_a == FAILING && p.stage == Stage::AfterCompletion, "{p:?}");
+        assert!(
+            p.task_a == FAILING && p.stage == Stage::AfterCompletion,
+            "{p:?}"
+        );
     }
     assert_eq!(s.pairs, d.records().len());
     assert_eq!(s.only_in_b, good.records().len() - d.records().len());
-    assert!(r.notes.iter().any(|n| n.starts_with("A is incomplete")), "{:?}", r.notes);
+    assert!(
+        r.notes.iter().any(|n| n.starts_with("A is incomplete")),
+        "{:?}",
+        r.notes
+    );
 }
 
 /// At CLI level a run is stopped by `--timeout` (no kernel error can be
@@ -243,7 +267,10 @@ fn cli_timeout_leaves_an_incomplete_dump_that_view_and_diff_read() {
     let o = simpler(&["dump", "view", "run", "--limit", "1"]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(matches!(o.status.code(), Some(0)), "{out}");
-    assert!(out.contains("INCOMPLETE: the run ended abnormally"), "{out}");
+    assert!(
+        out.contains("INCOMPLETE: the run ended abnormally"),
+        "{out}"
+    );
 
     let o = simpler(&["dump", "diff", "run", "run"]);
     let out = String::from_utf8_lossy(&o.stdout);

@@ -361,7 +361,10 @@ mod tests {
         assert!(e.contains("header field total_args: says 3"), "{e}");
         let e = err(&GOOD.replace("\"arg_index\":1", "\"arg_index\":0"));
         assert!(e.contains("field arg_index: 0 after 0"), "{e}");
-        let e = err(&GOOD.replace("[2,16],\"strides\":[16,1]", "[1,1,1,1,1,2,16],\"strides\":[16,1]"));
+        let e = err(&GOOD.replace(
+            "[2,16],\"strides\":[16,1]",
+            "[1,1,1,1,1,2,16],\"strides\":[16,1]",
+        ));
         assert!(e.contains("field shape: 7 dimensions"), "{e}");
         let e = err(&GOOD.replace("[2,16]", "[4294967296,4294967296]"));
         assert!(e.contains("overflows 64 bits"), "{e}");

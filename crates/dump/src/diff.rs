@@ -598,7 +598,16 @@ fn compare(
     }
     p.cosine = Some(match (na > 0.0, nb > 0.0) {
         (false, false) => 1.0,
-        (true, true) => (dot / (na.sqrt() * nb.sqrt())).clamp(-1.0, 1.0),
+        // Identical vectors give exactly 1 (sqrt(na·nb) = na then).
+        (true, true) => {
+            let norm = (na * nb).sqrt();
+            let norm = if norm.is_finite() {
+                norm
+            } else {
+                na.sqrt() * nb.sqrt()
+            };
+            (dot / norm).clamp(-1.0, 1.0)
+        }
         _ => 0.0,
     });
     p.bit_equal = Some(if ra.kind == RecordKind::Scalar {
@@ -778,7 +787,12 @@ impl DiffReport {
     fn pair_table(&self, pairs: &[&PairResult]) -> String {
         let order_mode = self.options.match_mode == MatchMode::Order;
         let mut rows: Vec<Vec<String>> = vec![vec![
-            if order_mode { "task A / task B" } else { "task_id" }.into(),
+            if order_mode {
+                "task A / task B"
+            } else {
+                "task_id"
+            }
+            .into(),
             "func".into(),
             "stage".into(),
             "arg".into(),
@@ -847,9 +861,88 @@ impl DiffReport {
         align(&rows, &[3, 7])
     }
 
-    /// The `--json` document: `schema_version`, inputs, options, summary,
-    /// `first_difference`, every pair and the unpaired records.
+    /// The `--json` document as a value: `schema_version`, inputs,
+    /// options, `passed`, `summary`, `first_difference`, `notes`, every
+    /// pair and the unpaired records. [`DiffReport::write_json`] writes the
+    /// same document without building it in memory first.
     pub fn to_json(&self) -> serde_json::Value {
+        let mut doc = self.json_head();
+        doc.insert(
+            "pairs".into(),
+            self.pairs.iter().map(pair_json).collect::<Vec<_>>().into(),
+        );
+        doc.insert(
+            "only_in_a".into(),
+            self.only_in_a
+                .iter()
+                .map(unpaired_json)
+                .collect::<Vec<_>>()
+                .into(),
+        );
+        doc.insert(
+            "only_in_b".into(),
+            self.only_in_b
+                .iter()
+                .map(unpaired_json)
+                .collect::<Vec<_>>()
+                .into(),
+        );
+        serde_json::Value::Object(doc)
+    }
+
+    /// Stream the `--json` document to `w`: the header fields first (in
+    /// the order of [`DiffReport::to_json`]'s description), then one pair or
+    /// unpaired record per line, so memory stays flat for dumps with
+    /// hundreds of thousands of records.
+    ///
+    /// # Errors
+    /// Writing to `w` failed.
+    pub fn write_json(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+        let head = self.json_head();
+        writeln!(w, "{{")?;
+        for key in [
+            "schema_version",
+            "a",
+            "b",
+            "match",
+            "rtol",
+            "atol",
+            "passed",
+            "summary",
+            "first_difference",
+            "notes",
+        ] {
+            let v = serde_json::to_string(&head[key]).map_err(std::io::Error::other)?;
+            writeln!(w, "  \"{key}\": {v},")?;
+        }
+        let lists: [(&str, Box<dyn Iterator<Item = serde_json::Value> + '_>); 3] = [
+            ("pairs", Box::new(self.pairs.iter().map(pair_json))),
+            (
+                "only_in_a",
+                Box::new(self.only_in_a.iter().map(unpaired_json)),
+            ),
+            (
+                "only_in_b",
+                Box::new(self.only_in_b.iter().map(unpaired_json)),
+            ),
+        ];
+        let n = lists.len();
+        for (i, (key, items)) in lists.into_iter().enumerate() {
+            write!(w, "  \"{key}\": [")?;
+            let mut first = true;
+            for item in items {
+                let v = serde_json::to_string(&item).map_err(std::io::Error::other)?;
+                write!(w, "{}\n    {v}", if first { "" } else { "," })?;
+                first = false;
+            }
+            let close = if first { "]" } else { "\n  ]" };
+            writeln!(w, "{close}{}", if i + 1 < n { "," } else { "" })?;
+        }
+        writeln!(w, "}}")
+    }
+
+    /// Everything of the JSON document but the three lists.
+    fn json_head(&self) -> serde_json::Map<String, serde_json::Value> {
         use serde_json::json;
         let o = &self.options;
         let first = self.first_difference().map(|d| match d {
@@ -864,21 +957,21 @@ impl DiffReport {
                 "arg_index": u.arg_index, "role": u.role.name(),
             }),
         });
-        json!({
-            "schema_version": DIFF_SCHEMA_VERSION,
-            "a": self.a.display().to_string(),
-            "b": self.b.display().to_string(),
-            "match": o.match_mode.name(),
-            "rtol": o.rtol,
-            "atol": o.atol,
-            "passed": self.passed(),
-            "summary": self.summary(),
-            "first_difference": first,
-            "notes": self.notes,
-            "pairs": self.pairs.iter().map(pair_json).collect::<Vec<_>>(),
-            "only_in_a": self.only_in_a.iter().map(unpaired_json).collect::<Vec<_>>(),
-            "only_in_b": self.only_in_b.iter().map(unpaired_json).collect::<Vec<_>>(),
-        })
+        let mut m = serde_json::Map::new();
+        let mut put = |k: &str, v: serde_json::Value| {
+            m.insert(k.to_string(), v);
+        };
+        put("schema_version", DIFF_SCHEMA_VERSION.into());
+        put("a", self.a.display().to_string().into());
+        put("b", self.b.display().to_string().into());
+        put("match", o.match_mode.name().into());
+        put("rtol", o.rtol.into());
+        put("atol", o.atol.into());
+        put("passed", self.passed().into());
+        put("summary", json!(self.summary()));
+        put("first_difference", first.unwrap_or(serde_json::Value::Null));
+        put("notes", self.notes.clone().into());
+        m
     }
 }
 

@@ -89,9 +89,13 @@ fn identical_dumps_are_bit_equal_everywhere() {
     let r = diff(&a, &b, &DiffOptions::default()).unwrap();
     assert!(r.passed());
     let s = r.summary();
-    assert_eq!((s.pairs, s.passed, s.failed, s.only_in_a, s.only_in_b), (12, 12, 0, 0, 0));
+    assert_eq!(
+        (s.pairs, s.passed, s.failed, s.only_in_a, s.only_in_b),
+        (12, 12, 0, 0, 0)
+    );
     for p in &r.pairs {
         assert_eq!(p.bit_equal, Some(true), "{p:?}");
+        assert_eq!(p.cosine, Some(1.0), "{p:?}");
         assert_eq!(p.max_abs_err, 0.0);
         assert_eq!(p.first_diff, None);
     }
@@ -99,7 +103,11 @@ fn identical_dumps_are_bit_equal_everywhere() {
     let bf = r.pairs.iter().find(|p| p.shape_a == [2, 4]).unwrap();
     assert_eq!(bf.elements, 8);
     assert_eq!(bf.cosine, Some(1.0));
-    let sc = r.pairs.iter().find(|p| p.arg_index == 2 && p.task_a == TaskId(0x1_0000_0000)).unwrap();
+    let sc = r
+        .pairs
+        .iter()
+        .find(|p| p.arg_index == 2 && p.task_a == TaskId(0x1_0000_0000))
+        .unwrap();
     assert_eq!(sc.elements, 1);
     assert!(r.first_difference().is_none());
     assert!(r.first_difference_line().is_none());
@@ -133,7 +141,10 @@ fn a_small_perturbation_passes_a_loose_rtol_and_fails_a_tight_one() {
     assert!(!p.passed);
     assert_eq!(p.mismatched, 1);
     let v = p.first_violation.as_ref().unwrap();
-    assert_eq!((v.index, v.a_text.as_str(), v.b_text.as_str()), (2, "3.0003", "3.0"));
+    assert_eq!(
+        (v.index, v.a_text.as_str(), v.b_text.as_str()),
+        (2, "3.0003", "3.0")
+    );
     assert_eq!(
         tight.first_difference_line().unwrap(),
         "first difference: task 0x0000000200000000, stage after_completion, arg 1, role output (func 0): \
@@ -170,20 +181,32 @@ fn nan_matches_nan_only_at_the_same_index_and_inf_only_the_same_inf() {
     assert_eq!(p.max_abs_err, f64::INFINITY);
     assert!(p.first_violation.as_ref().unwrap().a.is_nan());
 
-    for (x, y) in [(f32::INFINITY, f32::NEG_INFINITY), (f32::INFINITY, f32::MAX), (1.0, f32::INFINITY)] {
+    for (x, y) in [
+        (f32::INFINITY, f32::NEG_INFINITY),
+        (f32::INFINITY, f32::MAX),
+        (1.0, f32::INFINITY),
+    ] {
         let r = diff_of(
             vec![f32_out(T0, 0, &[x])],
             vec![f32_out(T0, 0, &[y])],
             opts(1e3, 1e3),
         );
-        assert!(!r.passed(), "{x} vs {y} must fail even with huge tolerances");
+        assert!(
+            !r.passed(),
+            "{x} vs {y} must fail even with huge tolerances"
+        );
     }
 }
 
 #[test]
 fn cosine_is_defined_for_zero_vectors() {
     let cos = |a: &[f32], b: &[f32]| {
-        diff_of(vec![f32_out(T0, 0, a)], vec![f32_out(T0, 0, b)], opts(0.0, 0.0)).pairs[0]
+        diff_of(
+            vec![f32_out(T0, 0, a)],
+            vec![f32_out(T0, 0, b)],
+            opts(0.0, 0.0),
+        )
+        .pairs[0]
             .cosine
             .unwrap()
     };
@@ -198,23 +221,35 @@ fn cosine_is_defined_for_zero_vectors() {
 
 #[test]
 fn records_on_one_side_only_are_listed_and_fail() {
-    let a = vec![f32_in(T0, 0, &[1.0]), f32_out(T0, 1, &[2.0]), f32_in(T1, 0, &[3.0])];
+    let a = vec![
+        f32_in(T0, 0, &[1.0]),
+        f32_out(T0, 1, &[2.0]),
+        f32_in(T1, 0, &[3.0]),
+    ];
     let b = vec![f32_in(T0, 0, &[1.0]), f32_in(T2, 0, &[3.0])];
     let r = diff_of(a, b, DiffOptions::default());
     assert!(!r.passed());
     let s = r.summary();
-    assert_eq!((s.pairs, s.passed, s.failed, s.only_in_a, s.only_in_b), (1, 1, 0, 2, 1));
+    assert_eq!(
+        (s.pairs, s.passed, s.failed, s.only_in_a, s.only_in_b),
+        (1, 1, 0, 2, 1)
+    );
     assert_eq!(r.only_in_a[0].task_id, TaskId(T0));
     assert_eq!(r.only_in_a[0].stage, Stage::AfterCompletion);
     assert_eq!(r.only_in_a[1].task_id, TaskId(T1));
     assert_eq!(r.only_in_b[0].task_id, TaskId(T2));
-    assert!(matches!(r.first_difference(), Some(Difference::OnlyInA(u)) if u.task_id == TaskId(T0) && u.arg_index == 1));
+    assert!(
+        matches!(r.first_difference(), Some(Difference::OnlyInA(u)) if u.task_id == TaskId(T0) && u.arg_index == 1)
+    );
     assert_eq!(
         r.first_difference_line().unwrap(),
         "first difference: task 0x0000000200000000, stage after_completion, arg 1, role output (func 0): only in A"
     );
     let text = r.render_text(false, 0);
-    assert!(text.contains("FAIL: 1 pairs, 1 passed, 0 failed, 2 only in A, 1 only in B"), "{text}");
+    assert!(
+        text.contains("FAIL: 1 pairs, 1 passed, 0 failed, 2 only in A, 1 only in B"),
+        "{text}"
+    );
     assert!(text.contains("only in A (2):"), "{text}");
     assert!(text.contains("only in B (1):"), "{text}");
     assert!(!text.contains("failing pairs"), "{text}");
@@ -222,38 +257,96 @@ fn records_on_one_side_only_are_listed_and_fail() {
 
 #[test]
 fn dtype_shape_and_kind_mismatches_fail_with_a_reason() {
-    let bf = tensor(T0, &[0], "after_completion", "output", 0, "BFLOAT16", &[2], vec![0; 4]);
-    let r = diff_of(vec![f32_out(T0, 0, &[0.0, 0.0])], vec![bf], DiffOptions::default());
+    let bf = tensor(
+        T0,
+        &[0],
+        "after_completion",
+        "output",
+        0,
+        "BFLOAT16",
+        &[2],
+        vec![0; 4],
+    );
+    let r = diff_of(
+        vec![f32_out(T0, 0, &[0.0, 0.0])],
+        vec![bf],
+        DiffOptions::default(),
+    );
     let p = &r.pairs[0];
     assert!(!p.passed);
-    assert_eq!(p.reason.as_deref(), Some("dtype: FLOAT32 in A, BFLOAT16 in B"));
+    assert_eq!(
+        p.reason.as_deref(),
+        Some("dtype: FLOAT32 in A, BFLOAT16 in B")
+    );
     assert_eq!(p.bit_equal, None);
 
-    let sq = tensor(T0, &[0], "after_completion", "output", 0, "FLOAT32", &[2, 2], f32_bytes(&[1.0; 4]));
-    let r = diff_of(vec![sq], vec![f32_out(T0, 0, &[1.0; 4])], DiffOptions::default());
-    assert_eq!(r.pairs[0].reason.as_deref(), Some("shape: [2, 2] in A, [4] in B"));
+    let sq = tensor(
+        T0,
+        &[0],
+        "after_completion",
+        "output",
+        0,
+        "FLOAT32",
+        &[2, 2],
+        f32_bytes(&[1.0; 4]),
+    );
+    let r = diff_of(
+        vec![sq],
+        vec![f32_out(T0, 0, &[1.0; 4])],
+        DiffOptions::default(),
+    );
+    assert_eq!(
+        r.pairs[0].reason.as_deref(),
+        Some("shape: [2, 2] in A, [4] in B")
+    );
     assert!(!r.passed());
     let text = r.render_text(false, 0);
     assert!(text.contains("FAIL shape: [2, 2] in A, [4] in B"), "{text}");
 
     // Same key, one a tensor and one a scalar (arg 0 input before dispatch).
     let sc = scalar(T0, &[0], 0, "FLOAT32", ScalarValue::F64(1.0), 0x3f80_0000);
-    let r = diff_of(vec![f32_in(T0, 0, &[1.0])], vec![sc], DiffOptions::default());
-    assert_eq!(r.pairs[0].reason.as_deref(), Some("kind: tensor in A, scalar in B"));
+    let r = diff_of(
+        vec![f32_in(T0, 0, &[1.0])],
+        vec![sc],
+        DiffOptions::default(),
+    );
+    assert_eq!(
+        r.pairs[0].reason.as_deref(),
+        Some("kind: tensor in A, scalar in B")
+    );
 
     // Different kernels behind the same task id.
     let mut other = f32_out(T0, 0, &[1.0]);
     other.0.func_id = Some(vec![7]);
-    let r = diff_of(vec![f32_out(T0, 0, &[1.0])], vec![other], DiffOptions::default());
+    let r = diff_of(
+        vec![f32_out(T0, 0, &[1.0])],
+        vec![other],
+        DiffOptions::default(),
+    );
     let p = &r.pairs[0];
     assert!(!p.passed);
     assert_eq!(p.bit_equal, Some(true));
-    assert!(p.reason.as_deref().unwrap().starts_with("func_id: [0] in A, [7] in B"), "{p:?}");
+    assert!(
+        p.reason
+            .as_deref()
+            .unwrap()
+            .starts_with("func_id: [0] in A, [7] in B"),
+        "{p:?}"
+    );
 }
 
 #[test]
 fn scalars_compare_by_bits_and_value() {
-    let s = |v: f32| scalar(T0, &[1], 4, "FLOAT32", ScalarValue::F32(v), u64::from(v.to_bits()));
+    let s = |v: f32| {
+        scalar(
+            T0,
+            &[1],
+            4,
+            "FLOAT32",
+            ScalarValue::F32(v),
+            u64::from(v.to_bits()),
+        )
+    };
     let r = diff_of(vec![s(0.25)], vec![s(0.25)], DiffOptions::default());
     assert_eq!(r.pairs[0].bit_equal, Some(true));
     assert!(r.passed());
@@ -265,7 +358,16 @@ fn scalars_compare_by_bits_and_value() {
     assert_eq!(p.first_violation.as_ref().unwrap().b_text, "0.25");
     assert!(diff_of(vec![s(0.2501)], vec![s(0.25)], opts(1e-3, 0.0)).passed());
 
-    let i = |v: i32| scalar(T0, &[1], 4, "INT32", ScalarValue::Int(i64::from(v)), u64::from(v as u32));
+    let i = |v: i32| {
+        scalar(
+            T0,
+            &[1],
+            4,
+            "INT32",
+            ScalarValue::Int(i64::from(v)),
+            u64::from(v as u32),
+        )
+    };
     assert!(diff_of(vec![i(-3)], vec![i(-3)], DiffOptions::default()).passed());
     let r = diff_of(vec![i(-3)], vec![i(-4)], DiffOptions::default());
     assert_eq!(r.pairs[0].max_abs_err, 1.0);
@@ -291,7 +393,11 @@ fn metadata_only_and_truncated_records() {
     let r = diff(&meta_a, &meta_b, &DiffOptions::default()).unwrap();
     assert!(r.passed());
     assert_eq!(r.pairs[0].bit_equal, None);
-    assert!(r.pairs[0].reason.as_deref().unwrap().contains("metadata only on both sides"));
+    assert!(r.pairs[0]
+        .reason
+        .as_deref()
+        .unwrap()
+        .contains("metadata only on both sides"));
     let r = diff(&meta_a, &full_a, &DiffOptions::default()).unwrap();
     assert!(!r.passed());
     assert_eq!(
@@ -316,7 +422,13 @@ fn metadata_only_and_truncated_records() {
         p.reason.as_deref(),
         Some("the payload of A is truncated (drop policy): 1 of 3 elements present")
     );
-    assert!(r.notes.iter().any(|n| n.starts_with("A lost data under the drop policy")), "{:?}", r.notes);
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.starts_with("A lost data under the drop policy")),
+        "{:?}",
+        r.notes
+    );
 }
 
 #[test]
@@ -336,7 +448,11 @@ fn match_order_pairs_tasks_by_rank_when_ids_differ() {
     let by_key = diff_of(a(), b(6.0), DiffOptions::default());
     let s = by_key.summary();
     assert_eq!((s.pairs, s.only_in_a, s.only_in_b), (0, 4, 4));
-    assert!(by_key.notes.iter().any(|n| n.contains("--match order")), "{:?}", by_key.notes);
+    assert!(
+        by_key.notes.iter().any(|n| n.contains("--match order")),
+        "{:?}",
+        by_key.notes
+    );
 
     let order = DiffOptions {
         match_mode: MatchMode::Order,
@@ -359,7 +475,10 @@ fn match_order_pairs_tasks_by_rank_when_ids_differ() {
         "{first}"
     );
     let text = r.render_text(false, 0);
-    assert!(text.contains("0x0000000000000001 / 0x0000000100000001"), "{text}");
+    assert!(
+        text.contains("0x0000000000000001 / 0x0000000100000001"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -391,14 +510,19 @@ fn failing_pairs_are_listed_first_sorted_by_task_and_all_adds_passing_ones() {
     let t2 = text.find("0x0000000200000002  0").unwrap();
     assert!(fail_at < t1 && t1 < t2, "{text}");
     assert!(!text.contains("passing pairs"), "{text}");
-    assert!(text.contains("first difference: task 0x0000000200000001, stage before_dispatch, arg 0, role input"));
+    assert!(text.contains(
+        "first difference: task 0x0000000200000001, stage before_dispatch, arg 0, role input"
+    ));
     let all = r.render_text(true, 0);
     let pass_at = all.find("passing pairs (1):").unwrap();
     assert!(pass_at > fail_at, "{all}");
     assert!(all[pass_at..].contains("0x0000000200000000"), "{all}");
     // --limit caps each table.
     let capped = r.render_text(false, 1);
-    assert!(capped.contains("... 1 more failing pairs not listed (--limit 1; --limit 0 lists all)"), "{capped}");
+    assert!(
+        capped.contains("... 1 more failing pairs not listed (--limit 1; --limit 0 lists all)"),
+        "{capped}"
+    );
 }
 
 #[test]
@@ -428,6 +552,20 @@ fn json_report_parses_with_summary_and_every_pair() {
     assert_eq!(v["only_in_a"][0]["task_id"], "0x0000000200000001");
     assert_eq!(v["first_difference"]["kind"], "pair");
     assert_eq!(v["first_difference"]["role"], ArgRole::Output.name());
+
+    // The streamed form (what --json prints) is the same document, header
+    // first and one list entry per line.
+    let mut buf = Vec::new();
+    r.write_json(&mut buf).unwrap();
+    let streamed: serde_json::Value = serde_json::from_slice(&buf).unwrap();
+    assert_eq!(streamed, v);
+    let text = String::from_utf8(buf).unwrap();
+    assert!(
+        text.starts_with("{\n  \"schema_version\": 1,\n  \"a\": "),
+        "{text}"
+    );
+    assert!(text.contains("\n  \"only_in_b\": []\n}"), "{text}");
+    assert_eq!(text.lines().filter(|l| l.starts_with("    {")).count(), 2);
 }
 
 // ---------------------------------------------------------------------------
@@ -461,7 +599,10 @@ fn command_exit_codes_and_errors() {
 
     let (code, out) = run_cli(&[&a, &a]).unwrap();
     assert_eq!(code, ExitCode::SUCCESS, "{out}");
-    assert!(out.contains("PASS: 1 pairs, 1 passed, 0 failed, 0 only in A, 0 only in B"), "{out}");
+    assert!(
+        out.contains("PASS: 1 pairs, 1 passed, 0 failed, 0 only in A, 0 only in B"),
+        "{out}"
+    );
 
     let (code, out) = run_cli(&[&a, &b]).unwrap();
     assert_eq!(code, ExitCode::from(1), "{out}");
@@ -486,5 +627,8 @@ fn command_exit_codes_and_errors() {
     assert_eq!(e, format!("dump B: dump path {missing} does not exist"));
     std::fs::write(tmp.path().join("a/tensor_dump/tensor_dump.json"), "{").unwrap();
     let e = run_cli(&[&a, &b]).unwrap_err();
-    assert!(e.starts_with("dump A: ") && e.contains("tensor_dump.json: truncated JSON"), "{e}");
+    assert!(
+        e.starts_with("dump A: ") && e.contains("tensor_dump.json: truncated JSON"),
+        "{e}"
+    );
 }

@@ -177,7 +177,7 @@ prop_compose! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
     #[test]
     fn arbitrary_bytes(json in prop::collection::vec(any::<u8>(), 0..400),
@@ -267,9 +267,7 @@ impl Wire {
                         .is_some_and(|a| a.iter().all(|x| uint(x, u64::from(u32::MAX))))
             }
             Wire::OptScalar => {
-                v.is_null()
-                    || v.is_number()
-                    || matches!(v.as_str(), Some("nan" | "inf" | "-inf"))
+                v.is_null() || v.is_number() || matches!(v.as_str(), Some("nan" | "inf" | "-inf"))
             }
             Wire::List => v.as_array().is_some_and(|a| a.iter().all(Value::is_object)),
             // bin_format: checked by value, so any replacement is suspect.
@@ -396,7 +394,7 @@ fn nested(depth: usize) -> Value {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 6000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     /// Any field of the header or of a record replaced by a value of another
     /// type, a negative or a huge number: never a panic; a wrong type is an
@@ -511,7 +509,7 @@ proptest! {
         let ReadError::BinTooShort { index, start, .. } = &e else {
             return Err(TestCaseError::fail(format!("expected BinTooShort, got {e}")));
         };
-        prop_assert!(*index <= record && *start >= 1);
+        prop_assert!(*index == record && *start >= 1);
         prop_assert!(e.to_string().contains("tensor_dump.bin is"), "{e}");
     }
 }
@@ -548,7 +546,10 @@ fn every_prefix_of_a_valid_manifest_is_truncated_json() {
             matches!(e, ReadError::TruncatedJson { .. }),
             "prefix of {len} bytes: {e}"
         );
-        assert!(e.to_string().contains("tensor_dump.json: truncated JSON"), "{e}");
+        assert!(
+            e.to_string().contains("tensor_dump.json: truncated JSON"),
+            "{e}"
+        );
     }
     assert_eq!(open_text(&text, &bin).unwrap().records().len(), 2);
 }
@@ -592,11 +593,8 @@ fn huge_views_without_payload_stay_cheap() {
         let tmp = tempfile::tempdir().unwrap();
         common::write(tmp.path(), &m, &bin);
         let d = Dump::open(tmp.path()).unwrap();
-        let txt = simpler_dump::export_txt::render_txt(
-            &d,
-            &d.records()[4],
-            TxtOptions { full: true },
-        );
+        let txt =
+            simpler_dump::export_txt::render_txt(&d, &d.records()[4], TxtOptions { full: true });
         assert!(txt.len() < 1 << 20, "{} bytes of text", txt.len());
         let r = simpler_dump::diff::diff(&d, &d, &Default::default()).unwrap();
         assert!(!r.passed(), "a truncated record never passes");
@@ -605,4 +603,3 @@ fn huge_views_without_payload_stay_cheap() {
     rx.recv_timeout(std::time::Duration::from_secs(60))
         .expect("huge views took more than 60 s (walked element by element?)");
 }
-
