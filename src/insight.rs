@@ -11,7 +11,9 @@ use std::{
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use simpler_dump::{kernel_args::KernelArgsFile, manifest::ArgsDump, reader::Dump, ARGS_FILE};
+use simpler_dump::{
+    args::ArgsFile, kernel_args::KernelArgsFile, manifest::ArgsDump, reader::Dump, ARGS_FILE,
+};
 use simpler_replay::{
     rebuild::{rebuild, select_dispatch, RebuildOptions},
     replay_into,
@@ -247,9 +249,14 @@ fn from_dump(
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
 
     // The case: as given, as the run made here, or as the dump says.
-    let recorded: Option<ArgsDump> = std::fs::read(folder.join(ARGS_FILE))
-        .ok()
-        .and_then(|t| serde_json::from_slice(&t).ok());
+    // Optional (a kernel-args-only dump has none), but when present it must
+    // be valid: a damaged file is reported, not silently ignored.
+    let args_path = folder.join(ARGS_FILE);
+    let recorded: Option<ArgsDump> = if args_path.is_file() {
+        Some(ArgsFile::open(&args_path)?.doc)
+    } else {
+        None
+    };
     if let Some(r) = &recorded {
         if r.workload != w.name() {
             bail!(

@@ -105,7 +105,12 @@ pub fn resolve(path: &Path) -> Result<PathBuf, KernelArgsError> {
 
 /// Parse a `0x…` hex field.
 pub fn parse_hex(s: &str) -> Option<u64> {
-    u64::from_str_radix(s.strip_prefix("0x").or_else(|| s.strip_prefix("0X"))?, 16).ok()
+    let digits = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X"))?;
+    // from_str_radix alone would accept a sign ("0x+1") and any length.
+    if digits.is_empty() || digits.len() > 16 || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    u64::from_str_radix(digits, 16).ok()
 }
 
 impl KernelArgsFile {
@@ -371,6 +376,35 @@ fn check_dispatch(d: &DispatchJson) -> Result<(), (String, String)> {
             format!("expected slots 48 local_context and 49 global_context, found {kinds:?}"),
         );
     }
+    // The contexts must say what the dispatch identity says.
+    let (lc, gc) = (&d.context[0], &d.context[1]);
+    for (k, c) in d.context.iter().enumerate() {
+        if parse_hex(&c.addr).is_none() {
+            return bad(
+                &format!("context[{k}].addr"),
+                format!("{:?} is not 0x… hex", c.addr),
+            );
+        }
+    }
+    if lc.block_idx != Some(d.block_idx as i32) || lc.block_num != Some(d.block_num as i32) {
+        return bad(
+            "context[0]",
+            format!(
+                "block_idx {:?} / block_num {:?} disagree with the dispatch's {} / {}",
+                lc.block_idx, lc.block_num, d.block_idx, d.block_num
+            ),
+        );
+    }
+    let want_sub = if d.subtask_id == 2 { 1 } else { 0 };
+    if gc.sub_block_id != Some(want_sub) {
+        return bad(
+            "context[1].sub_block_id",
+            format!(
+                "{:?} but subtask {} runs with sub_block_id {want_sub}",
+                gc.sub_block_id, d.subtask
+            ),
+        );
+    }
     Ok(())
 }
 
@@ -438,5 +472,19 @@ mod tests {
         assert!(e.contains("malformed JSON"), "{e}");
         let e = err(&GOOD.replace("\"shape\":[16,16]", "\"shape\":[4294967296,16]"));
         assert!(e.contains("args[0].shape"), "{e}");
+        let e = err(&GOOD.replace(
+            "\"addr\":\"0x30\",\"block_idx\":0",
+            "\"addr\":\"0x30\",\"block_idx\":-1",
+        ));
+        assert!(e.contains("field context[0]: block_idx Some(-1)"), "{e}");
+        let e = err(&GOOD.replace("\"sub_block_id\":0", "\"sub_block_id\":1"));
+        assert!(e.contains("context[1].sub_block_id"), "{e}");
+        let e = err(&GOOD.replace("\"desc_addr\":\"0x10\"", "\"desc_addr\":\"0x+10\""));
+        assert!(e.contains("args[0].desc_addr"), "{e}");
+        let e = err(&GOOD.replace(
+            "\"desc_addr\":\"0x10\"",
+            "\"desc_addr\":\"0x00000000000000010\"",
+        ));
+        assert!(e.contains("args[0].desc_addr"), "{e}");
     }
 }

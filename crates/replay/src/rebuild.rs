@@ -420,7 +420,7 @@ pub fn rebuild(
                 record: Some(r.index),
             },
             _ if matches!(role, Some(ArgRole::Output | ArgRole::OutputExisting)) => {
-                DataSource::Sentinel
+                DataSource::Sentinel {}
             }
             (r, _) => {
                 why.push(format!(
@@ -434,7 +434,7 @@ pub fn rebuild(
                         s.arg_index
                     )
                 ));
-                DataSource::Zeros
+                DataSource::Zeros {}
             }
         };
         let expected = match (after, bin.as_ref()) {

@@ -77,8 +77,8 @@ pub fn load_source(
     let n = usize::try_from(view_bytes)
         .map_err(|_| bad(format!("{view_bytes} bytes do not fit in memory")))?;
     match src.resolved(base) {
-        DataSource::Zeros => Ok(vec![0; n]),
-        DataSource::Sentinel => Ok(vec![SENTINEL_BYTE; n]),
+        DataSource::Zeros {} => Ok(vec![0; n]),
+        DataSource::Sentinel {} => Ok(vec![SENTINEL_BYTE; n]),
         f @ DataSource::Fill { .. } => {
             let bits = fill_bits(&f, dtype).map_err(bad)?;
             let elem = &bits.to_le_bytes()[..dtype.size()];
@@ -321,7 +321,7 @@ pub fn execute(
             .alloc(bytes)
             .map_err(|e| gm_err(&format!("slot {} buffer of {bytes} bytes", t.arg_index), e))?;
         let desc = t.descriptor(addr);
-        if t.data == DataSource::Sentinel {
+        if matches!(t.data, DataSource::Sentinel {}) {
             // In chunks: the buffer may be much larger than the view.
             let chunk = vec![SENTINEL_BYTE; 1 << 20];
             let mut off = 0u64;

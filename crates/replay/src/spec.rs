@@ -232,8 +232,10 @@ pub enum DataSource {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         record: Option<usize>,
     },
-    /// All elements zero.
-    Zeros,
+    /// All elements zero. (An empty struct variant rather than a unit one:
+    /// serde applies `deny_unknown_fields` only to struct variants, and a
+    /// stray field such as `value` must be refused, not ignored.)
+    Zeros {},
     /// Every element `value` (by the tensor's dtype) or raw `bits` (hex).
     Fill {
         /// The value.
@@ -249,7 +251,7 @@ pub enum DataSource {
         path: PathBuf,
     },
     /// The [`SENTINEL_BYTE`] pattern over the whole buffer (outputs).
-    Sentinel,
+    Sentinel {},
 }
 
 impl DataSource {
@@ -257,10 +259,10 @@ impl DataSource {
     pub fn name(&self) -> &'static str {
         match self {
             DataSource::Dump { .. } => "dump",
-            DataSource::Zeros => "zeros",
+            DataSource::Zeros {} => "zeros",
             DataSource::Fill { .. } => "fill",
             DataSource::File { .. } => "file",
-            DataSource::Sentinel => "sentinel",
+            DataSource::Sentinel {} => "sentinel",
         }
     }
 
@@ -994,7 +996,7 @@ fn tensor_arg(bad: &Bad<'_>, p: &str, a: &ArgSpec, dtype: DType) -> Result<Tenso
         start_offset: a.start_offset.unwrap_or(0),
         size: 0,
         role: None,
-        data: DataSource::Zeros,
+        data: DataSource::Zeros {},
         expected: None,
         note: a.note.clone(),
     };
@@ -1052,9 +1054,9 @@ fn tensor_arg(bad: &Bad<'_>, p: &str, a: &ArgSpec, dtype: DType) -> Result<Tenso
     t.data = match &a.data {
         Some(d) => d.clone(),
         None if matches!(t.role, Some(ArgRole::Output | ArgRole::OutputExisting)) => {
-            DataSource::Sentinel
+            DataSource::Sentinel {}
         }
-        None => DataSource::Zeros,
+        None => DataSource::Zeros {},
     };
     check_source(bad, &f("data"), &t.data, dtype, t.view_bytes())?;
     if let Some(e) = &a.expected {

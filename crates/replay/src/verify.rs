@@ -307,7 +307,7 @@ pub fn verify(
             let r = i * es..(i + 1) * es;
             let (a, b, e) = (&st.after[r.clone()], &st.before[r.clone()], &expected[r]);
             let unchanged = a == b;
-            if unchanged && t.data == DataSource::Sentinel {
+            if unchanged && matches!(t.data, DataSource::Sentinel {}) {
                 sentinel_left += 1;
             }
             if plan.block_num > 1 && unchanged {
@@ -331,7 +331,7 @@ pub fn verify(
                 first.get_or_insert(i);
             }
         }
-        if t.data == DataSource::Sentinel {
+        if matches!(t.data, DataSource::Sentinel {}) {
             o.still_sentinel = Some(sentinel_left);
         }
         o.coverage = if elements == 0 {

@@ -365,7 +365,7 @@ impl TimingSummary {
 pub fn zero_filled(plan: &Plan) -> Vec<SlotNote> {
     plan.tensors
         .iter()
-        .filter(|t| t.data == DataSource::Zeros)
+        .filter(|t| matches!(t.data, DataSource::Zeros {}))
         .map(|t| SlotNote {
             arg_index: t.arg_index,
             reason: t

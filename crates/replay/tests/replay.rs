@@ -375,7 +375,7 @@ fn kernel_args_only_dump_zero_fills_and_cannot_verify() {
     assert!(spec.notes.iter().any(|n| n.contains("no tensor dump")));
     let (plan, exec, v) = r.exec(&spec);
     for (t, st) in plan.tensors.iter().zip(&exec.tensors) {
-        assert_eq!(t.data, DataSource::Zeros);
+        assert_eq!(t.data, DataSource::Zeros {});
         assert!(t.role.is_none());
         assert!(t
             .note
@@ -615,7 +615,7 @@ fn a_hand_written_spec_runs_with_defaults() {
         "aiv0 of cluster 0 with 8 clusters"
     );
     assert_eq!(plan.tensors[0].strides, [16, 1]);
-    assert_eq!(plan.tensors[1].data, DataSource::Sentinel);
+    assert_eq!(plan.tensors[1].data, DataSource::Sentinel {});
     assert_eq!(plan.tensors[1].size, 512);
     assert_eq!(plan.scalars[0].bits, 0x3e80_0000);
     let w = simpler_workloads::find("paged_attention").unwrap();

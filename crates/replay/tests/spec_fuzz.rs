@@ -219,7 +219,7 @@ proptest! {
     fn unknown_fields_are_refused(mix in any::<bool>(), pick in any::<prop::sample::Index>()) {
         let base = doc(mix);
         // The root and every member that is an object, except the unit
-        // sources (a known gap, tested and ignored below).
+        // sources (tested below).
         let mut objects = vec![Vec::new()];
         objects.extend(paths(&base).into_iter().filter(|p| {
             let mut b = base.clone();
@@ -305,13 +305,9 @@ fn deep_nesting_is_an_error_not_a_stack_overflow() {
     assert!(msg.contains("args[0].shape"), "{msg}");
 }
 
-/// Known bug (reported; `cargo test -- --ignored` shows it): serde ignores
-/// `deny_unknown_fields` for the unit variants of the internally tagged
-/// `DataSource`, so `{"source": "zeros", "value": 1.0}` (a typo for `fill`)
-/// is accepted and replays zeros, although the spec format promises that
-/// unknown fields are refused.
+/// `{"source": "zeros", "value": 1.0}` (a typo for `fill`) must be refused,
+/// not silently replayed as zeros.
 #[test]
-#[ignore = "known bug: unknown fields in {\"source\": \"zeros\"|\"sentinel\"} are accepted"]
 fn unknown_fields_in_unit_sources_are_refused() {
     for source in ["zeros", "sentinel"] {
         let mut v = aiv_spec();

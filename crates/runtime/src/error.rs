@@ -67,7 +67,7 @@ pub enum RuntimeError {
         msg: String,
     },
     /// The run exceeded its time limit.
-    #[error("run timed out after {0:.1} s")]
+    #[error("run timed out after {0} s")]
     Timeout(f64),
     /// The run was stopped by an earlier error; this submission was not accepted.
     #[error("run aborted: {0}")]

@@ -434,6 +434,7 @@ impl Worker {
     fn on_done(&mut self, c: Completion) {
         self.cores[c.core].inflight -= 1;
         if let Err(e) = c.result {
+            c.task.mark_failed();
             self.shared.fail(e);
         }
         if c.task.finish_subtask() {
@@ -445,7 +446,9 @@ impl Worker {
 /// The task's last subtask finished: dump its outputs (before anyone else
 /// may write them), then release dependents and buffers.
 fn finalize(shared: &Shared, task: &Arc<Task>, producer: Option<&mut simpler_dump::Producer>) {
-    if let Some(p) = producer {
+    // A task whose kernel failed has no results: its output buffers hold
+    // whatever was there, which must not look like outputs in the dump.
+    if let Some(p) = producer.filter(|_| !task.failed()) {
         p.after_completion(&task.dump_view(), &shared.gm);
     }
     let dependents = task.mark_complete();

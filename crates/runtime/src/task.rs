@@ -77,6 +77,8 @@ pub(crate) struct Task {
     /// Subtasks (blocks × members) not yet finished.
     remaining: AtomicU32,
     complete: AtomicBool,
+    /// A subtask's kernel failed: its outputs are not results.
+    failed: AtomicBool,
     deps: Mutex<DepState>,
 }
 
@@ -110,6 +112,7 @@ impl Task {
             fanin: AtomicU32::new(1),
             remaining: AtomicU32::new(subtasks),
             complete: AtomicBool::new(false),
+            failed: AtomicBool::new(false),
             deps: Mutex::new(DepState::default()),
         }
     }
@@ -147,6 +150,16 @@ impl Task {
     /// One dependency (or the wiring guard) finished; true when now ready.
     pub fn release_fanin(&self) -> bool {
         self.fanin.fetch_sub(1, Ordering::AcqRel) == 1
+    }
+
+    /// Record that one of its kernels failed.
+    pub fn mark_failed(&self) {
+        self.failed.store(true, Ordering::Release);
+    }
+
+    /// True when one of its kernels failed.
+    pub fn failed(&self) -> bool {
+        self.failed.load(Ordering::Acquire)
     }
 
     /// Subtasks not yet finished.
