@@ -158,7 +158,7 @@ fn dump_overhead(a: &BenchArgs) -> Result<Outcome> {
             }
             bytes = dumped_bytes(&d);
             best_dump = best_dump.min(out.report.wall);
-            std::fs::remove_dir_all(&dir).ok();
+            settle(&dir);
         }
         let ratio = best_dump.as_secs_f64() / best_plain.as_secs_f64();
         worst_ratio = worst_ratio.max(ratio);
@@ -194,6 +194,42 @@ fn dump_overhead(a: &BenchArgs) -> Result<Outcome> {
     })
 }
 
+/// Outside the timed region: push what a rep wrote to disk, then delete
+/// it, so that writeback and block freeing of one rep do not land in the
+/// next one's timing.
+fn settle(path: &Path) {
+    let files: Vec<std::path::PathBuf> = if path.is_dir() {
+        walk(path)
+    } else {
+        vec![path.to_path_buf()]
+    };
+    for f in &files {
+        if let Ok(h) = std::fs::File::open(f) {
+            let _ = h.sync_all();
+        }
+    }
+    if path.is_dir() {
+        let _ = std::fs::remove_dir_all(path);
+    } else {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
 /// A metric name built at run time (the table lives as long as the process).
 fn leak(s: String) -> &'static str {
     Box::leak(s.into_boxed_str())
@@ -205,8 +241,8 @@ fn memcpy_write_baseline(dir: &Path, bytes: u64, reps: u32) -> Result<f64> {
     let src: Vec<u8> = (0..64u32 << 20).map(|i| i as u8).collect();
     let mut arena = vec![0u8; 4 << 20];
     let mut best = Duration::MAX;
-    for _ in 0..reps {
-        let path = dir.join("baseline.bin");
+    for rep in 0..reps {
+        let path = dir.join(format!("baseline_{rep}.bin"));
         let mut f = std::fs::File::create(&path).context("baseline file")?;
         let t = Instant::now();
         let mut left = bytes;
@@ -224,7 +260,7 @@ fn memcpy_write_baseline(dir: &Path, bytes: u64, reps: u32) -> Result<f64> {
         f.flush()?;
         best = best.min(t.elapsed());
         drop(f);
-        std::fs::remove_file(&path).ok();
+        settle(&path);
     }
     Ok(bytes as f64 / best.as_secs_f64() / f64::from(1 << 30))
 }

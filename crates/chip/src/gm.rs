@@ -229,6 +229,17 @@ impl Gm {
         Ok(())
     }
 
+    /// [`Gm::read`] checked only against the mapping ([`Gm::check_mapped`]).
+    ///
+    /// # Errors
+    /// When the range leaves the mapping.
+    pub fn read_mapped(&self, addr: u64, dst: &mut [u8]) -> KResult<()> {
+        self.check_mapped(addr, dst.len() as u64)?;
+        // SAFETY: the range is inside the mapping; `dst` is a distinct host buffer.
+        unsafe { std::ptr::copy_nonoverlapping(addr as *const u8, dst.as_mut_ptr(), dst.len()) };
+        Ok(())
+    }
+
     /// Copy bytes out of GM.
     ///
     /// # Errors

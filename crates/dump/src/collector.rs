@@ -103,7 +103,8 @@ fn recycle(free: &Sender<Batch>, mut b: Batch, arena_bytes: usize) {
 /// One tensor-dump record as collected: formatted only at export time, in
 /// parallel, so the collector stays light while the graph runs.
 pub(crate) struct Line {
-    /// (task_id, stage, arg_index, role) packed for a fast sort.
+    /// (task_id, stage, arg_index, role) packed above bit 32 for a fast
+    /// sort (arg_index < 48 fits in 8 bits).
     pub key: u128,
     pub rec: crate::record::TensorRecord,
     /// Offset in the `.bin` of the batch its payload came in.
@@ -161,10 +162,12 @@ fn collector_main(
                 Record::Tensor(r) => {
                     let (t, st, a, ro) = r.key();
                     c.lines.push(Line {
+                        // task_id | stage | arg_index | role, above 32 bits
+                        // left for the record's index at sort time.
                         key: (u128::from(t) << 64)
-                            | (u128::from(st) << 48)
-                            | (u128::from(a) << 8)
-                            | u128::from(ro),
+                            | (u128::from(st) << 63)
+                            | (u128::from(a & 0xff) << 55)
+                            | (u128::from(ro) << 52),
                         rec: *r,
                         bin_base: base,
                     });

@@ -349,7 +349,7 @@ fn write_lines_parallel(
     head: &[u8],
     open: &[u8],
     lines: &[Line],
-    order: &[(u128, u32)],
+    order: &[u128],
 ) -> std::io::Result<()> {
     use std::os::unix::fs::FileExt;
     const FIRST: &[u8] = b"\n    ";
@@ -372,8 +372,8 @@ fn write_lines_parallel(
             .map(|(k, part)| {
                 scope.spawn(move || {
                     let mut buf = Vec::with_capacity(part.len() * 340);
-                    for (i, &(_, idx)) in part.iter().enumerate() {
-                        let l = &lines[idx as usize];
+                    for (i, &packed) in part.iter().enumerate() {
+                        let l = &lines[packed as u32 as usize];
                         buf.extend_from_slice(if k == 0 && i == 0 { FIRST } else { NEXT });
                         write_record_json(&mut buf, &l.rec, l.bin_base);
                     }
@@ -446,12 +446,13 @@ pub(crate) fn write_manifest(
     c: &mut Collected,
     dropped: u64,
 ) -> Result<PathBuf, DumpError> {
-    // Sort a compact (key, index) array rather than the records themselves.
-    let mut order: Vec<(u128, u32)> = c
+    // Sort one packed u128 per record (key bits | index) rather than the
+    // records themselves.
+    let mut order: Vec<u128> = c
         .lines
         .iter()
         .enumerate()
-        .map(|(i, l)| (l.key, i as u32))
+        .map(|(i, l)| l.key | i as u128)
         .collect();
     order.sort_unstable();
     // All header counters in one pass.

@@ -11,6 +11,11 @@ use simpler_core::{
 /// Mirrors how a device kernel reads `kernel_entry(int64_t *args)`: nothing is
 /// pre-decoded, so what a kernel sees is exactly the bytes the scheduler
 /// wrote (and the kernel args dump captured).
+///
+/// The array, descriptors and contexts live in runtime-owned payload areas,
+/// so these reads are checked against the GM mapping only (memory safety,
+/// no allocator lock on the hot path). What a kernel then does with a
+/// tensor view — `tload`, `tstore` — is checked against live allocations.
 #[derive(Debug, Clone, Copy)]
 pub struct Args<'a> {
     gm: &'a Gm,
@@ -39,7 +44,9 @@ impl<'a> Args<'a> {
                 msg: format!("there are only {ARG_SLOTS} slots"),
             });
         }
-        self.gm.read_u64(self.base + 8 * i as u64)
+        let mut b = [0u8; 8];
+        self.gm.read_mapped(self.base + 8 * i as u64, &mut b)?;
+        Ok(u64::from_le_bytes(b))
     }
 
     /// Decode the 128-byte tensor descriptor whose address is in slot `i`.
@@ -99,7 +106,8 @@ impl<'a> Args<'a> {
     /// When slot 48 does not point into live GM.
     pub fn local_context(&self) -> KResult<LocalContext> {
         let mut b = [0u8; 8];
-        self.gm.read(self.slot(LOCAL_CONTEXT_SLOT)?, &mut b)?;
+        self.gm
+            .read_mapped(self.slot(LOCAL_CONTEXT_SLOT)?, &mut b)?;
         Ok(LocalContext::from_bytes(b))
     }
 
@@ -109,7 +117,8 @@ impl<'a> Args<'a> {
     /// When slot 49 does not point into live GM.
     pub fn global_context(&self) -> KResult<GlobalContext> {
         let mut b = [0u8; 8];
-        self.gm.read(self.slot(GLOBAL_CONTEXT_SLOT)?, &mut b)?;
+        self.gm
+            .read_mapped(self.slot(GLOBAL_CONTEXT_SLOT)?, &mut b)?;
         Ok(GlobalContext::from_bytes(b))
     }
 
