@@ -138,27 +138,8 @@ impl KernelArgsFile {
             path: path.to_path_buf(),
             msg,
         };
-        let de = &mut serde_json::Deserializer::from_slice(text);
-        let doc: KernelArgsDump = serde_path_to_error::deserialize(de).map_err(|e| {
-            let inner = e.inner();
-            let at = format!("line {}, column {}", inner.line(), inner.column());
-            let what = inner.to_string();
-            let what = what
-                .rsplit_once(" at line ")
-                .map_or(what.as_str(), |(m, _)| m)
-                .to_string();
-            let field = e.path().to_string();
-            match inner.classify() {
-                serde_json::error::Category::Eof => {
-                    json_err(format!("truncated JSON: the file ends at {at} ({what})"))
-                }
-                serde_json::error::Category::Syntax => {
-                    json_err(format!("malformed JSON at {at}: {what}"))
-                }
-                _ if field == "." => json_err(format!("at {at}: {what}")),
-                _ => json_err(format!("field {field} at {at}: {what}")),
-            }
-        })?;
+        let doc: KernelArgsDump =
+            crate::json_path::from_slice(text).map_err(|p| json_err(p.message()))?;
         let header = |field: &'static str, msg: String| KernelArgsError::Header {
             path: path.to_path_buf(),
             field,

@@ -23,6 +23,7 @@ pub mod args;
 pub mod diff;
 pub mod export_npy;
 pub mod export_txt;
+pub mod json_path;
 pub mod kernel_args;
 pub mod reader;
 pub mod view;

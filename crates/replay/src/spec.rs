@@ -486,37 +486,21 @@ impl ReplaySpec {
     /// # Errors
     /// As for [`ReplaySpec::load`].
     pub fn parse(file: &str, text: &[u8]) -> Result<ReplaySpec, ReplayError> {
-        let de = &mut serde_json::Deserializer::from_slice(text);
-        serde_path_to_error::deserialize(de).map_err(|e| {
-            let inner = e.inner();
-            let at = format!("line {}, column {}", inner.line(), inner.column());
-            let what = inner.to_string();
-            let what = what
-                .rsplit_once(" at line ")
-                .map_or(what.as_str(), |(m, _)| m)
-                .to_string();
-            let field = e.path().to_string();
-            match inner.classify() {
-                serde_json::error::Category::Eof => ReplayError::SpecJson {
-                    file: file.into(),
-                    msg: format!("truncated JSON: the file ends at {at} ({what})"),
+        use simpler_dump::json_path::{from_slice, JsonProblem};
+        from_slice(text).map_err(|p| match p {
+            JsonProblem::Truncated(msg) | JsonProblem::Malformed(msg) => ReplayError::SpecJson {
+                file: file.into(),
+                msg,
+            },
+            JsonProblem::Field { path, what, at } => ReplayError::Spec {
+                file: file.into(),
+                field: if path == "." {
+                    "(top level)".into()
+                } else {
+                    path
                 },
-                serde_json::error::Category::Syntax | serde_json::error::Category::Io => {
-                    ReplayError::SpecJson {
-                        file: file.into(),
-                        msg: format!("malformed JSON at {at}: {what}"),
-                    }
-                }
-                serde_json::error::Category::Data => ReplayError::Spec {
-                    file: file.into(),
-                    field: if field == "." {
-                        "(top level)".into()
-                    } else {
-                        field
-                    },
-                    msg: format!("{what} (at {at})"),
-                },
-            }
+                msg: format!("{what} (at {at})"),
+            },
         })
     }
 
