@@ -42,10 +42,11 @@ pub fn scalar_value(s: Scalar) -> ScalarValue {
 /// Append `0x%016x`.
 fn push_hex64(out: &mut Vec<u8>, v: u64) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    out.extend_from_slice(b"0x");
-    for i in 0..16 {
-        out.push(DIGITS[((v >> (60 - 4 * i)) & 0xf) as usize]);
+    let mut b = *b"0x0000000000000000";
+    for (i, d) in b[2..].iter_mut().enumerate() {
+        *d = DIGITS[((v >> (60 - 4 * i)) & 0xf) as usize];
     }
+    out.extend_from_slice(&b);
 }
 
 fn push_int(out: &mut Vec<u8>, v: impl itoa::Integer) {
@@ -75,6 +76,9 @@ fn push_bool(out: &mut Vec<u8>, v: bool) {
 /// Tests check it byte for byte against serde's serialization of the same
 /// record, and that it parses as [`crate::manifest::RecordJson`].
 pub(crate) fn write_record_json(out: &mut Vec<u8>, r: &TensorRecord, bin_base: u64) {
+    // One reservation per record (a record is well under 1 KiB), so the
+    // appends below never reallocate.
+    out.reserve(1024);
     out.extend_from_slice(b"{\"task_id\":\"");
     push_hex64(out, r.task_id.0);
     out.extend_from_slice(b"\",\"func_id\":");
