@@ -27,6 +27,7 @@ use crossbeam::channel::{self, Receiver, Sender};
 use crate::{
     export::{
         dispatch_json, orch_arg_json, write_args_dump, write_kernel_args_dump, write_manifest,
+        write_record_json,
     },
     record::Record,
     DumpConfig, DumpError, Producer,
@@ -106,15 +107,13 @@ pub(crate) struct Line {
     /// (task_id, stage, arg_index, role) packed above bit 32 for a fast
     /// sort (arg_index < 48 fits in 8 bits).
     pub key: u128,
-    pub rec: crate::record::TensorRecord,
-    /// Offset in the `.bin` of the batch its payload came in.
-    pub bin_base: u64,
-}
-
-impl Line {
-    pub fn is_scalar(&self) -> bool {
-        matches!(self.rec.subject, crate::record::Subject::Scalar(_))
-    }
+    /// The record's JSON: a range of [`Collected::json`], formatted by the
+    /// collector while the graph runs.
+    pub json: std::ops::Range<usize>,
+    pub stage: crate::record::Stage,
+    pub role: &'static str,
+    pub scalar: bool,
+    pub truncated: bool,
 }
 
 /// What the collector hands back.
@@ -123,6 +122,8 @@ pub(crate) struct Collected {
     pub lines: Vec<Line>,
     /// Orchestration arguments.
     pub orch: Vec<crate::manifest::OrchArgJson>,
+    /// Every tensor-dump record's JSON, back to back.
+    pub json: Vec<u8>,
     /// Dispatches: (dispatch id, range of `dispatch_json`).
     pub dispatches: Vec<(u64, std::ops::Range<usize>)>,
     /// Every dispatch's JSON, back to back.
@@ -142,6 +143,7 @@ fn collector_main(
 ) -> Collected {
     let mut c = Collected {
         lines: Vec::new(),
+        json: Vec::new(),
         orch: Vec::new(),
         dispatches: Vec::new(),
         dispatch_json: Vec::new(),
@@ -161,6 +163,8 @@ fn collector_main(
             match rec {
                 Record::Tensor(r) => {
                     let (t, st, a, ro) = r.key();
+                    let start = c.json.len();
+                    write_record_json(&mut c.json, r, base);
                     c.lines.push(Line {
                         // task_id | stage | arg_index | role, above 32 bits
                         // left for the record's index at sort time.
@@ -168,8 +172,11 @@ fn collector_main(
                             | (u128::from(st) << 63)
                             | (u128::from(a & 0xff) << 55)
                             | (u128::from(ro) << 52),
-                        rec: *r,
-                        bin_base: base,
+                        json: start..c.json.len(),
+                        stage: r.stage,
+                        role: crate::record::role_name(r.role),
+                        scalar: matches!(r.subject, crate::record::Subject::Scalar(_)),
+                        truncated: r.truncated,
                     });
                 }
                 Record::OrchArg(o) => c.orch.push(orch_arg_json(o)),
@@ -346,7 +353,7 @@ impl DumpSession {
             false => None,
         };
         // What reached the file, as the manifest counts it.
-        let truncated = collected.lines.iter().filter(|l| l.rec.truncated).count() as u64;
+        let truncated = collected.lines.iter().filter(|l| l.truncated).count() as u64;
         if dropped + truncated + dropped_args + dropped_dispatches > 0 {
             eprintln!(
                 "warning: dump lost data ({} policy): {dropped} tensor records dropped, {truncated} truncated, {dropped_dispatches} dispatches and {dropped_args} orchestration args dropped; see {}",

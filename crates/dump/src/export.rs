@@ -352,63 +352,65 @@ fn write_lines_parallel(
     path: &Path,
     head: &[u8],
     open: &[u8],
-    lines: &[Line],
+    c: &Collected,
     order: &[u128],
 ) -> std::io::Result<()> {
     use std::os::unix::fs::FileExt;
     const FIRST: &[u8] = b"\n    ";
     const NEXT: &[u8] = b",\n    ";
     const TAIL: &[u8] = b"\n  ]\n}\n";
+    const CHUNK: usize = 4 << 20;
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .clamp(1, 4);
     let per = order.len().div_ceil(threads).max(1);
+    let line = |packed: u128| &c.lines[packed as u32 as usize];
+    // Every record is already formatted: each part's size, hence its
+    // offset in the file, is known up front.
+    let mut offsets = Vec::new();
+    let mut at = (head.len() + open.len()) as u64;
+    for (k, part) in order.chunks(per).enumerate() {
+        offsets.push(at);
+        let seps = part.len() * NEXT.len() - usize::from(k == 0) * (NEXT.len() - FIRST.len());
+        at += (seps + part.iter().map(|&p| line(p).json.len()).sum::<usize>()) as u64;
+    }
     let file = File::create(path)?;
+    file.set_len(at + TAIL.len() as u64)?;
     let mut start = Vec::with_capacity(head.len() + open.len());
     start.extend_from_slice(head);
     start.extend_from_slice(open);
     file.write_all_at(&start, 0)?;
-    // Phase 1: format the parts in parallel.
-    let parts: Vec<Vec<u8>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = order
+    file.write_all_at(TAIL, at)?;
+    std::thread::scope(|scope| -> std::io::Result<()> {
+        let workers: Vec<_> = order
             .chunks(per)
+            .zip(&offsets)
             .enumerate()
-            .map(|(k, part)| {
-                scope.spawn(move || {
-                    let mut buf = Vec::with_capacity(part.len() * 340);
-                    for (i, &packed) in part.iter().enumerate() {
-                        let l = &lines[packed as u32 as usize];
+            .map(|(k, (part, &off))| {
+                let file = &file;
+                scope.spawn(move || -> std::io::Result<()> {
+                    // One reused chunk buffer per thread.
+                    let mut buf = Vec::with_capacity(CHUNK + 4096);
+                    let mut at = off;
+                    for (i, &p) in part.iter().enumerate() {
                         buf.extend_from_slice(if k == 0 && i == 0 { FIRST } else { NEXT });
-                        write_record_json(&mut buf, &l.rec, l.bin_base);
+                        buf.extend_from_slice(&c.json[line(p).json.clone()]);
+                        if buf.len() >= CHUNK {
+                            file.write_all_at(&buf, at)?;
+                            at += buf.len() as u64;
+                            buf.clear();
+                        }
                     }
-                    buf
+                    file.write_all_at(&buf, at)
                 })
             })
             .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .map_err(|_| std::io::Error::other("formatter thread panicked"))
-            })
-            .collect::<std::io::Result<_>>()
-    })?;
-    // Phase 2: write them at their offsets in parallel.
-    let mut at = start.len() as u64;
-    std::thread::scope(|scope| -> std::io::Result<()> {
-        let mut writers = Vec::with_capacity(parts.len());
-        for part in &parts {
-            let (file, off) = (&file, at);
-            writers.push(scope.spawn(move || file.write_all_at(part, off)));
-            at += part.len() as u64;
-        }
-        for w in writers {
+        for w in workers {
             w.join()
                 .map_err(|_| std::io::Error::other("writer thread panicked"))??;
         }
         Ok(())
-    })?;
-    file.write_all_at(TAIL, at)
+    })
 }
 
 /// The manifest's header counters.
@@ -425,21 +427,21 @@ struct Counts {
 
 impl Counts {
     fn add(&mut self, l: &Line) {
-        match l.rec.stage {
+        match l.stage {
             Stage::BeforeDispatch => self.before += 1,
             Stage::AfterCompletion => self.after += 1,
         }
-        if l.is_scalar() {
+        if l.scalar {
             self.scalars += 1;
         } else {
-            match role_name(l.rec.role) {
+            match l.role {
                 "input" => self.input += 1,
                 "output" => self.output += 1,
                 "inout" => self.inout += 1,
                 _ => {}
             }
         }
-        self.truncated += u64::from(l.rec.truncated);
+        self.truncated += u64::from(l.truncated);
     }
 }
 
@@ -500,7 +502,7 @@ pub(crate) fn write_manifest(
         .expect("tensors is the last field");
     let path = cfg.dir.join(JSON_FILE);
     let tmp = path.with_extension("json.tmp");
-    write_lines_parallel(&tmp, head.as_bytes(), b"\"tensors\": [", &c.lines, &order)
+    write_lines_parallel(&tmp, head.as_bytes(), b"\"tensors\": [", c, &order)
         .map_err(|e| DumpError::io(&tmp, e))?;
     std::fs::rename(&tmp, &path).map_err(|e| DumpError::io(&path, e))?;
     Ok(path)
