@@ -60,7 +60,8 @@ pub struct Orchestrator<'r> {
     scopes: Vec<Vec<Arc<Buffer>>>,
     live: HashMap<u64, Arc<Buffer>>,
     map: TensorMap<Arc<Task>>,
-    seq: u64,
+    /// Tasks submitted so far.
+    submitted: u64,
     parker: Parker,
     deadline: Option<Instant>,
     timeout: Option<Duration>,
@@ -88,7 +89,7 @@ impl<'r> Orchestrator<'r> {
             scopes: vec![Vec::new()],
             live: HashMap::new(),
             map: TensorMap::new(),
-            seq: 0,
+            submitted: 0,
             parker,
             deadline: timeout.map(|t| Instant::now() + t),
             timeout,
@@ -313,7 +314,6 @@ impl<'r> Orchestrator<'r> {
 
         let task = Arc::new(Task::new(
             id,
-            self.seq,
             kernels,
             members,
             args.block_num,
@@ -324,7 +324,7 @@ impl<'r> Orchestrator<'r> {
                 .collect(),
             buffers,
         ));
-        self.seq += 1;
+        self.submitted += 1;
 
         // Wire dependencies.
         let mut deps: Vec<Arc<Task>> = Vec::new();
@@ -362,7 +362,7 @@ impl<'r> Orchestrator<'r> {
         self.rings[ring].next_local = local.wrapping_add(1);
         self.shared.outstanding.fetch_add(1, Ordering::AcqRel);
         // Occupied slots: submitted minus those whose task is marked complete.
-        let live_now = self.seq - self.shared.counters.marked.load(Ordering::Acquire);
+        let live_now = self.submitted - self.shared.counters.marked.load(Ordering::Acquire);
         self.peak_live = self.peak_live.max(live_now);
         if task.release_fanin() {
             self.shared.push_ready(task);
@@ -457,16 +457,14 @@ impl<'r> Orchestrator<'r> {
 
     /// Close the top scope and wait for every submitted task.
     pub(crate) fn finish(&mut self) -> Result<(), RuntimeError> {
-        while !self.scopes.is_empty() {
-            self.close_scope();
-        }
+        self.close_all_scopes();
         let shared = self.shared.clone();
         self.wait_until(|| shared.outstanding.load(Ordering::Acquire) == 0)
     }
 
-    /// After a failure: release what scopes hold and wait (bounded) for
-    /// dispatches already on cores, so the run ends in a quiet state.
-    pub(crate) fn abandon(&mut self) {
+    /// Release what every open scope holds (buffers are freed once the
+    /// tasks using them are done). Used by `finish` and after a failure.
+    pub(crate) fn close_all_scopes(&mut self) {
         while !self.scopes.is_empty() {
             self.close_scope();
         }

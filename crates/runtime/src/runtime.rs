@@ -199,7 +199,7 @@ impl Runtime {
         let result = orch(&mut o, args).and_then(|()| o.finish());
         let timed_out = matches!(shared.error(), Some(RuntimeError::Timeout(_)));
         if result.is_err() {
-            o.abandon();
+            o.close_all_scopes();
             shared.fail(RuntimeError::Aborted("orchestration stopped".into()));
         }
         let peak_live = o.peak_live_tasks();

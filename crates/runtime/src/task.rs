@@ -61,9 +61,6 @@ struct DepState {
 #[derive(Debug)]
 pub(crate) struct Task {
     pub id: TaskId,
-    /// Submission order over the whole run (dump diff's `--match order`).
-    #[allow(dead_code)]
-    pub seq: u64,
     pub kernels: Kernels,
     pub members: Vec<Member>,
     /// Func ids of the members, for dumps.
@@ -86,7 +83,6 @@ impl Task {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         id: TaskId,
-        seq: u64,
         kernels: Kernels,
         members: Vec<Member>,
         block_num: u32,
@@ -102,7 +98,6 @@ impl Task {
         Task {
             func_ids,
             id,
-            seq,
             kernels,
             members,
             block_num,
