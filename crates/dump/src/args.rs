@@ -85,25 +85,10 @@ pub struct ArgsFile {
 /// # Errors
 /// [`ArgsError::NotFound`] listing where it looked.
 pub fn resolve(path: &Path) -> Result<PathBuf, ArgsError> {
-    if path.is_file() {
-        return Ok(path.to_path_buf());
-    }
-    let tried = [
-        path.join(ARGS_FILE),
-        path.join("tensor_dump").join(ARGS_FILE),
-    ];
-    tried
-        .iter()
-        .find(|p| p.is_file())
-        .cloned()
-        .ok_or_else(|| ArgsError::NotFound {
-            path: path.to_path_buf(),
-            tried: tried
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", "),
-        })
+    crate::json_path::locate(path, ARGS_FILE).map_err(|tried| ArgsError::NotFound {
+        path: path.to_path_buf(),
+        tried,
+    })
 }
 
 impl ArgsFile {

@@ -1,6 +1,7 @@
-//! Parsing JSON with the path of the field that failed, for every reader
-//! of a hand-editable file (`args_dump.json`, `kernel_args_dump.json`,
-//! replay specs): users fix files from these messages.
+//! Shared by the readers of hand-editable files (`args_dump.json`,
+//! `kernel_args_dump.json`, replay specs): finding the file in a run
+//! directory, and parsing JSON with the path of the field that failed, so
+//! users can fix files from the messages.
 
 use serde::de::DeserializeOwned;
 
@@ -33,6 +34,23 @@ impl JsonProblem {
             JsonProblem::Field { path, what, at } => format!("field {path} at {at}: {what}"),
         }
     }
+}
+
+/// Find a dump file named `file` given the file itself, a run directory or
+/// its `tensor_dump/` folder. On failure, returns the candidates it tried
+/// (comma-separated) for the caller's "not found" message.
+pub(crate) fn locate(path: &std::path::Path, file: &str) -> Result<std::path::PathBuf, String> {
+    if path.is_file() {
+        return Ok(path.to_path_buf());
+    }
+    let tried = [path.join(file), path.join("tensor_dump").join(file)];
+    tried.iter().find(|p| p.is_file()).cloned().ok_or_else(|| {
+        tried
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    })
 }
 
 /// Deserialize `text`, naming the failing field's path on error.

@@ -82,36 +82,15 @@ pub struct KernelArgsFile {
 /// # Errors
 /// [`KernelArgsError::NotFound`] listing where it looked.
 pub fn resolve(path: &Path) -> Result<PathBuf, KernelArgsError> {
-    if path.is_file() {
-        return Ok(path.to_path_buf());
-    }
-    let tried = [
-        path.join(KERNEL_ARGS_FILE),
-        path.join("tensor_dump").join(KERNEL_ARGS_FILE),
-    ];
-    tried
-        .iter()
-        .find(|p| p.is_file())
-        .cloned()
-        .ok_or_else(|| KernelArgsError::NotFound {
-            path: path.to_path_buf(),
-            tried: tried
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", "),
-        })
+    crate::json_path::locate(path, KERNEL_ARGS_FILE).map_err(|tried| KernelArgsError::NotFound {
+        path: path.to_path_buf(),
+        tried,
+    })
 }
 
-/// Parse a `0x…` hex field.
-pub fn parse_hex(s: &str) -> Option<u64> {
-    let digits = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X"))?;
-    // from_str_radix alone would accept a sign ("0x+1") and any length.
-    if digits.is_empty() || digits.len() > 16 || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return None;
-    }
-    u64::from_str_radix(digits, 16).ok()
-}
+/// Parse a `0x…` hex field (at most 16 digits, no sign): the same parser as
+/// the tensor-dump reader's.
+pub use crate::reader::parse_hex_u64 as parse_hex;
 
 impl KernelArgsFile {
     /// Read and validate.
