@@ -164,6 +164,26 @@ impl Core {
         }
     }
 
+    /// Record a VECTOR-pipe instruction writing `dst` (size = its elements).
+    #[inline]
+    pub(crate) fn record_vector(
+        &mut self,
+        mnemonic: &'static str,
+        reads: [Option<BufRange>; 3],
+        dst: Tile,
+        loc: &'static Location<'static>,
+    ) {
+        self.record(
+            mnemonic,
+            Pipe::Vector,
+            reads,
+            Some(dst.range()),
+            dst.numel() as u64,
+            None,
+            loc,
+        );
+    }
+
     /// Account `n` scalar-unit operations (loop bookkeeping, address math),
     /// so traces show the SCALAR pipe. No functional effect.
     #[track_caller]

@@ -11,7 +11,7 @@ use super::{
     bad, byte_range, chunked1, chunked2, convert, describe, map1, map2, map_rows, same_dtype,
     same_shape_dtype, split_operands, FloatElem, Num, CHUNK,
 };
-use crate::{record::Pipe, Core, Tile};
+use crate::{Core, Tile};
 
 const UB: &[BufKind] = &[BufKind::Ub];
 
@@ -188,15 +188,7 @@ impl Core {
                 }
             }
         }
-        self.record(
-            instr,
-            Pipe::Vector,
-            [Some(a.range()), Some(b.range()), None],
-            Some(dst.range()),
-            dst.numel() as u64,
-            None,
-            loc,
-        );
+        self.record_vector(instr, [Some(a.range()), Some(b.range()), None], dst, loc);
         Ok(())
     }
 
@@ -230,15 +222,7 @@ impl Core {
             (Num::I32, Some(fi)) => map1::<i32, i32>(d, s, fi),
             (Num::I32, None) => unreachable!("rejected above"),
         }
-        self.record(
-            instr,
-            Pipe::Vector,
-            [Some(src.range()), None, None],
-            Some(dst.range()),
-            dst.numel() as u64,
-            None,
-            loc,
-        );
+        self.record_vector(instr, [Some(src.range()), None, None], dst, loc);
         Ok(())
     }
 
@@ -281,15 +265,7 @@ impl Core {
             Num::F16 => reduce_float::<f16>(d, s, cols, op),
             Num::I32 => reduce_i32(d, s, cols, op),
         }
-        self.record(
-            instr,
-            Pipe::Vector,
-            [Some(src.range()), None, None],
-            Some(dst.range()),
-            dst.numel() as u64,
-            None,
-            loc,
-        );
+        self.record_vector(instr, [Some(src.range()), None, None], dst, loc);
         Ok(())
     }
 
@@ -621,15 +597,7 @@ impl Core {
         }
         let (d, [s]) = split_operands(&mut self.bufs, &mut self.scratch, dst, [src]);
         convert(src.dtype, dst.dtype, s, d);
-        self.record(
-            I,
-            Pipe::Vector,
-            [Some(src.range()), None, None],
-            Some(dst.range()),
-            dst.numel() as u64,
-            None,
-            loc,
-        );
+        self.record_vector(I, [Some(src.range()), None, None], dst, loc);
         Ok(())
     }
 
@@ -645,15 +613,7 @@ impl Core {
         self.check_operand(I, "dst", dst, UB)?;
         let num = Num::get(I, "dst", dst.dtype)?;
         fill(num, &mut self.bufs.bytes_mut(dst.buf)[byte_range(dst)], v);
-        self.record(
-            I,
-            Pipe::Vector,
-            [None; 3],
-            Some(dst.range()),
-            dst.numel() as u64,
-            None,
-            loc,
-        );
+        self.record_vector(I, [None; 3], dst, loc);
         Ok(())
     }
 
@@ -689,15 +649,7 @@ impl Core {
                 fill(num, &mut row[skip..], v);
             }
         }
-        self.record(
-            I,
-            Pipe::Vector,
-            [None; 3],
-            Some(dst.range()),
-            dst.numel() as u64,
-            None,
-            loc,
-        );
+        self.record_vector(I, [None; 3], dst, loc);
         Ok(())
     }
 }
