@@ -469,6 +469,12 @@ fn cli_dump_all_then_view_dispatches() {
         "{out}"
     );
     assert!(out.contains("sub_block_id 0"), "{out}");
+    let (code, _, err) = simpler(tmp.path(), &["dump", "view", "run1", "--core", "3"]);
+    assert_eq!(code, 2, "--core filters dispatches only");
+    assert!(
+        err.contains("--core filters dispatches: use it with --dispatches"),
+        "{err}"
+    );
     let (code, out, _) = simpler(tmp.path(), &["dump", "view", "run1", "--dispatch", "99"]);
     assert_eq!(code, 1);
     assert!(
