@@ -2,8 +2,9 @@
 //!
 //! Producers send full [`Batch`]es over a bounded channel; the collector,
 //! running during execution, appends each batch's arena to `tensor_dump.bin`
-//! in one write, formats each record's JSON line, and returns the emptied
-//! batch to a free pool. Memory is bounded by (producers + queue + 1)
+//! in one write, keeps each record in compact form ([`crate::kept`]; the
+//! JSON is formatted at export, in parallel), and returns the emptied batch
+//! to a free pool. Memory is bounded by (producers + queue + 1)
 //! batches whatever the dump size.
 //!
 //! Shutdown: (1) every [`crate::Producer`] is dropped (flushing what it
@@ -27,8 +28,8 @@ use crossbeam::channel::{self, Receiver, Sender};
 use crate::{
     export::{
         dispatch_json, orch_arg_json, write_args_dump, write_kernel_args_dump, write_manifest,
-        write_record_json,
     },
+    kept::{Kept, Tables},
     record::Record,
     DumpConfig, DumpError, Producer,
 };
@@ -101,29 +102,16 @@ fn recycle(free: &Sender<Batch>, mut b: Batch, arena_bytes: usize) {
     let _ = free.try_send(b);
 }
 
-/// One tensor-dump record as collected: formatted only at export time, in
-/// parallel, so the collector stays light while the graph runs.
-pub(crate) struct Line {
-    /// (task_id, stage, arg_index, role) packed above bit 32 for a fast
-    /// sort (arg_index < 48 fits in 8 bits).
-    pub key: u128,
-    /// The record's JSON: a range of [`Collected::json`], formatted by the
-    /// collector while the graph runs.
-    pub json: std::ops::Range<usize>,
-    pub stage: crate::record::Stage,
-    pub role: &'static str,
-    pub scalar: bool,
-    pub truncated: bool,
-}
-
 /// What the collector hands back.
 pub(crate) struct Collected {
-    /// Tensor-dump records.
-    pub lines: Vec<Line>,
+    /// Tensor-dump records, in arrival order.
+    pub kept: Vec<Kept>,
+    /// Their interned layouts and func-id lists.
+    pub tables: Tables,
+    /// Records whose payload was cut short (drop policy).
+    pub truncated: u64,
     /// Orchestration arguments.
     pub orch: Vec<crate::manifest::OrchArgJson>,
-    /// Every tensor-dump record's JSON, back to back.
-    pub json: Vec<u8>,
     /// Dispatches: (dispatch id, range of `dispatch_json`).
     pub dispatches: Vec<(u64, std::ops::Range<usize>)>,
     /// Every dispatch's JSON, back to back.
@@ -142,8 +130,9 @@ fn collector_main(
     arena_bytes: usize,
 ) -> Collected {
     let mut c = Collected {
-        lines: Vec::new(),
-        json: Vec::new(),
+        kept: Vec::new(),
+        tables: Tables::default(),
+        truncated: 0,
         orch: Vec::new(),
         dispatches: Vec::new(),
         dispatch_json: Vec::new(),
@@ -162,22 +151,8 @@ fn collector_main(
         for rec in &batch.records {
             match rec {
                 Record::Tensor(r) => {
-                    let (t, st, a, ro) = r.key();
-                    let start = c.json.len();
-                    write_record_json(&mut c.json, r, base);
-                    c.lines.push(Line {
-                        // task_id | stage | arg_index | role, above 32 bits
-                        // left for the record's index at sort time.
-                        key: (u128::from(t) << 64)
-                            | (u128::from(st) << 63)
-                            | (u128::from(a & 0xff) << 55)
-                            | (u128::from(ro) << 52),
-                        json: start..c.json.len(),
-                        stage: r.stage,
-                        role: crate::record::role_name(r.role),
-                        scalar: matches!(r.subject, crate::record::Subject::Scalar(_)),
-                        truncated: r.truncated,
-                    });
+                    c.truncated += u64::from(r.truncated);
+                    c.kept.push(c.tables.keep(r, base));
                 }
                 Record::OrchArg(o) => c.orch.push(orch_arg_json(o)),
                 Record::Dispatch(d) => {
@@ -353,7 +328,7 @@ impl DumpSession {
             false => None,
         };
         // What reached the file, as the manifest counts it.
-        let truncated = collected.lines.iter().filter(|l| l.truncated).count() as u64;
+        let truncated = collected.truncated;
         if dropped + truncated + dropped_args + dropped_dispatches > 0 {
             eprintln!(
                 "warning: dump lost data ({} policy): {dropped} tensor records dropped, {truncated} truncated, {dropped_dispatches} dispatches and {dropped_args} orchestration args dropped; see {}",
@@ -367,7 +342,7 @@ impl DumpSession {
             args_path,
             kernel_args_path,
             dispatches: collected.dispatches.len() as u64,
-            records: collected.lines.len() as u64,
+            records: collected.kept.len() as u64,
             bin_bytes: collected.bin_bytes,
             dropped_records: dropped,
             truncated,

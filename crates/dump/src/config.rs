@@ -108,14 +108,14 @@ pub struct DumpConfig {
 }
 
 impl DumpConfig {
-    /// Tensor dump at level 2, block policy, 4 MiB arenas, 8 queued
+    /// Tensor dump at level 2, block policy, 1 MiB arenas, 8 queued
     /// buffers; no args dumps.
     pub fn new(dir: impl Into<PathBuf>) -> DumpConfig {
         DumpConfig {
             dir: dir.into(),
             level: Some(DumpLevel::All),
             policy: DumpPolicy::Block,
-            arena_bytes: 4 << 20,
+            arena_bytes: 1 << 20,
             queue_buffers: 8,
             args: false,
             kernel_args: false,

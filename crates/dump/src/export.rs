@@ -9,14 +9,13 @@ use std::{
 use simpler_core::{DType, Scalar};
 
 use crate::{
-    collector::{Collected, Line, RunStatus, BIN_FILE, JSON_FILE},
+    collector::{Collected, RunStatus, BIN_FILE, JSON_FILE},
+    kept::Kept,
     manifest::{
         ArgsDump, BinFormat, ContextJson, DispatchJson, KernelArgsDump, Manifest, OrchArgJson,
         ScalarValue, SlotJson, SCHEMA_VERSION,
     },
-    record::{
-        role_name, DispatchRecord, OrchArgRecord, Stage, Subject, TensorRecord, CAPTURE_HEAD,
-    },
+    record::{role_name, DispatchRecord, OrchArgRecord, Stage, Subject, CAPTURE_HEAD},
     DumpConfig, DumpError,
 };
 
@@ -36,102 +35,6 @@ pub fn scalar_value(s: Scalar) -> ScalarValue {
         DType::Int8 => ScalarValue::Int(i64::from(s.bits as u8 as i8)),
         DType::Int64 => ScalarValue::Int(s.bits as i64),
         _ => ScalarValue::UInt(s.bits),
-    }
-}
-
-/// Append `0x%016x`.
-fn push_hex64(out: &mut Vec<u8>, v: u64) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut b = *b"0x0000000000000000";
-    for (i, d) in b[2..].iter_mut().enumerate() {
-        *d = DIGITS[((v >> (60 - 4 * i)) & 0xf) as usize];
-    }
-    out.extend_from_slice(&b);
-}
-
-fn push_int(out: &mut Vec<u8>, v: impl itoa::Integer) {
-    out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
-}
-
-fn push_list(out: &mut Vec<u8>, v: &[u32]) {
-    out.push(b'[');
-    for (i, &x) in v.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        push_int(out, x);
-    }
-    out.push(b']');
-}
-
-fn push_bool(out: &mut Vec<u8>, v: bool) {
-    out.extend_from_slice(if v { b"true" } else { b"false" });
-}
-
-/// Append the JSON record of `r` (payload at `bin_base` in the `.bin`) to `out`.
-///
-/// This is the hot path of a large dump (one call per record, hundreds of
-/// thousands per run), so the fixed record layout is written directly; every
-/// string it writes is a fixed ASCII name or hex, so nothing needs escaping.
-/// Tests check it byte for byte against serde's serialization of the same
-/// record, and that it parses as [`crate::manifest::RecordJson`].
-pub(crate) fn write_record_json(out: &mut Vec<u8>, r: &TensorRecord, bin_base: u64) {
-    // One reservation per record (a record is well under 1 KiB), so the
-    // appends below never reallocate.
-    out.reserve(1024);
-    out.extend_from_slice(b"{\"task_id\":\"");
-    push_hex64(out, r.task_id.0);
-    out.extend_from_slice(b"\",\"func_id\":");
-    push_list(out, &r.func_ids[..r.n_funcs as usize]);
-    out.extend_from_slice(b",\"role\":\"");
-    out.extend_from_slice(role_name(r.role).as_bytes());
-    out.extend_from_slice(b"\",\"stage\":\"");
-    out.extend_from_slice(r.stage.name().as_bytes());
-    out.extend_from_slice(b"\",\"arg_index\":");
-    push_int(out, r.arg_index);
-    match &r.subject {
-        Subject::Tensor(t) => {
-            out.extend_from_slice(b",\"kind\":\"tensor\",\"dtype\":\"");
-            out.extend_from_slice(t.dtype.name().as_bytes());
-            out.extend_from_slice(b"\",\"shape\":");
-            push_list(out, t.shape());
-            out.extend_from_slice(b",\"strides\":");
-            push_list(out, t.strides());
-            out.extend_from_slice(b",\"start_offset\":");
-            push_int(out, t.start_offset);
-            out.extend_from_slice(b",\"is_contiguous\":");
-            push_bool(out, t.is_contiguous);
-            out.extend_from_slice(b",\"numel\":");
-            push_int(out, t.numel());
-            out.extend_from_slice(b",\"addr\":\"");
-            push_hex64(out, t.addr);
-            out.extend_from_slice(b"\",\"bin_offset\":");
-            push_int(
-                out,
-                if r.payload_len > 0 {
-                    bin_base + r.arena_offset
-                } else {
-                    0
-                },
-            );
-            out.extend_from_slice(b",\"bin_size\":");
-            push_int(out, r.payload_len);
-            out.extend_from_slice(b",\"truncated\":");
-            push_bool(out, r.truncated);
-            out.extend_from_slice(b",\"overwritten\":false}");
-        }
-        Subject::Scalar(s) => {
-            out.extend_from_slice(b",\"kind\":\"scalar\",\"dtype\":\"");
-            out.extend_from_slice(s.dtype.name().as_bytes());
-            out.extend_from_slice(
-                b"\",\"shape\":[],\"strides\":[],\"start_offset\":0,\"is_contiguous\":true,\"numel\":1,\"bin_offset\":0,\"bin_size\":0,\"truncated\":false,\"overwritten\":false,\"value\":",
-            );
-            // Floats need the shortest round-trip form: serde_json (ryu) does it.
-            serde_json::to_writer(&mut *out, &scalar_value(*s)).expect("scalar serializes");
-            out.extend_from_slice(b",\"bits\":\"");
-            push_hex64(out, s.bits);
-            out.extend_from_slice(b"\"}");
-        }
     }
 }
 
@@ -343,11 +246,26 @@ pub(crate) fn write_kernel_args_dump(
     Ok(path)
 }
 
-/// Write `head`, `open`, the sorted records (one per line, comma separated)
-/// and the closing brackets to `path`. This runs after the graph, when the
-/// CPUs are otherwise idle: the records are split among threads, each
-/// formats its part, and each writes it at its offset (known once every
-/// part's length is).
+/// Records formatted per block: a block's JSON (~0.5–1.5 MB) is formatted into
+/// one reused buffer and written with one positioned write.
+const BLOCK_RECORDS: usize = 4 << 10;
+
+/// Which block may take the next file offset, and that offset.
+struct Turn {
+    next_block: usize,
+    offset: u64,
+    failed: bool,
+}
+
+/// Write `head`, `open`, the records in `order` (one per line, comma
+/// separated) and the closing brackets to `path`.
+///
+/// This runs after the graph, when the CPUs are otherwise idle. The sorted
+/// records are cut into blocks; worker `k` formats blocks `k, k+T, …` into
+/// its own buffer. A block's file offset is known once the block before it
+/// is formatted, so blocks take their offsets in order (a short critical
+/// section) and are written in parallel. Memory: one block buffer per
+/// worker, whatever the dump's size.
 fn write_lines_parallel(
     path: &Path,
     head: &[u8],
@@ -359,58 +277,65 @@ fn write_lines_parallel(
     const FIRST: &[u8] = b"\n    ";
     const NEXT: &[u8] = b",\n    ";
     const TAIL: &[u8] = b"\n  ]\n}\n";
-    const CHUNK: usize = 4 << 20;
-    let threads = std::thread::available_parallelism()
+    let blocks: Vec<&[u128]> = order.chunks(BLOCK_RECORDS).collect();
+    let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
-        .clamp(1, 4);
-    let per = order.len().div_ceil(threads).max(1);
-    let line = |packed: u128| &c.lines[packed as u32 as usize];
-    // Every record is already formatted: each part's size, hence its
-    // offset in the file, is known up front.
-    let mut offsets = Vec::new();
-    let mut at = (head.len() + open.len()) as u64;
-    for (k, part) in order.chunks(per).enumerate() {
-        offsets.push(at);
-        let seps = part.len() * NEXT.len() - usize::from(k == 0) * (NEXT.len() - FIRST.len());
-        at += (seps + part.iter().map(|&p| line(p).json.len()).sum::<usize>()) as u64;
-    }
+        .clamp(1, 4)
+        .min(blocks.len().max(1));
     let file = File::create(path)?;
-    file.set_len(at + TAIL.len() as u64)?;
     let mut start = Vec::with_capacity(head.len() + open.len());
     start.extend_from_slice(head);
     start.extend_from_slice(open);
     file.write_all_at(&start, 0)?;
-    file.write_all_at(TAIL, at)?;
-    std::thread::scope(|scope| -> std::io::Result<()> {
-        let workers: Vec<_> = order
-            .chunks(per)
-            .zip(&offsets)
-            .enumerate()
-            .map(|(k, (part, &off))| {
-                let file = &file;
-                scope.spawn(move || -> std::io::Result<()> {
-                    // One reused chunk buffer per thread.
-                    let mut buf = Vec::with_capacity(CHUNK + 4096);
-                    let mut at = off;
-                    for (i, &p) in part.iter().enumerate() {
-                        buf.extend_from_slice(if k == 0 && i == 0 { FIRST } else { NEXT });
-                        buf.extend_from_slice(&c.json[line(p).json.clone()]);
-                        if buf.len() >= CHUNK {
-                            file.write_all_at(&buf, at)?;
-                            at += buf.len() as u64;
-                            buf.clear();
-                        }
-                    }
-                    file.write_all_at(&buf, at)
-                })
-            })
-            .collect();
-        for w in workers {
-            w.join()
-                .map_err(|_| std::io::Error::other("writer thread panicked"))??;
+    let turn = parking_lot::Mutex::new(Turn {
+        next_block: 0,
+        offset: start.len() as u64,
+        failed: false,
+    });
+    let ready = parking_lot::Condvar::new();
+    let work = |k: usize| -> std::io::Result<()> {
+        let mut buf = Vec::new();
+        for (b, block) in blocks.iter().enumerate().skip(k).step_by(workers) {
+            buf.clear();
+            for (i, &p) in block.iter().enumerate() {
+                buf.extend_from_slice(if b == 0 && i == 0 { FIRST } else { NEXT });
+                c.tables.write_json(&mut buf, &c.kept[p as u32 as usize]);
+            }
+            let at = {
+                let mut t = turn.lock();
+                while t.next_block != b && !t.failed {
+                    ready.wait(&mut t);
+                }
+                if t.failed {
+                    return Ok(());
+                }
+                let at = t.offset;
+                t.offset += buf.len() as u64;
+                t.next_block += 1;
+                ready.notify_all();
+                at
+            };
+            if let Err(e) = file.write_all_at(&buf, at) {
+                turn.lock().failed = true;
+                ready.notify_all();
+                return Err(e);
+            }
         }
         Ok(())
-    })
+    };
+    std::thread::scope(|scope| -> std::io::Result<()> {
+        let handles: Vec<_> = (1..workers).map(|k| scope.spawn(move || work(k))).collect();
+        let mut result = work(0);
+        for h in handles {
+            let r = h
+                .join()
+                .unwrap_or_else(|_| Err(std::io::Error::other("writer thread panicked")));
+            result = result.and(r);
+        }
+        result
+    })?;
+    let end = turn.lock().offset;
+    file.write_all_at(TAIL, end)
 }
 
 /// Sort distinct keys: both halves at once on two threads, then one merge
@@ -452,22 +377,22 @@ struct Counts {
 }
 
 impl Counts {
-    fn add(&mut self, l: &Line) {
-        match l.stage {
+    fn add(&mut self, k: &Kept) {
+        match k.stage() {
             Stage::BeforeDispatch => self.before += 1,
             Stage::AfterCompletion => self.after += 1,
         }
-        if l.scalar {
+        if k.is_scalar() {
             self.scalars += 1;
         } else {
-            match l.role {
+            match role_name(k.role()) {
                 "input" => self.input += 1,
                 "output" => self.output += 1,
                 "inout" => self.inout += 1,
                 _ => {}
             }
         }
-        self.truncated += u64::from(l.truncated);
+        self.truncated += u64::from(k.truncated());
     }
 }
 
@@ -479,19 +404,18 @@ pub(crate) fn write_manifest(
     dropped: u64,
 ) -> Result<PathBuf, DumpError> {
     // Sort one packed u128 per record (key bits | index) rather than the
-    // records themselves.
+    // records themselves; count the header's fields in the same pass.
+    let mut n = Counts::default();
     let order: Vec<u128> = c
-        .lines
+        .kept
         .iter()
         .enumerate()
-        .map(|(i, l)| l.key | i as u128)
+        .map(|(i, k)| {
+            n.add(k);
+            k.sort_key() | i as u128
+        })
         .collect();
     let order = sort_two_halves(order);
-    // All header counters in one pass.
-    let mut n = Counts::default();
-    for l in &c.lines {
-        n.add(l);
-    }
     let (status_s, reason) = match status {
         RunStatus::Complete => ("complete", None),
         RunStatus::Incomplete(r) => ("incomplete", Some(r.clone())),
@@ -509,7 +433,7 @@ pub(crate) fn write_manifest(
         bin_format: BinFormat::default(),
         dump_level: cfg.level.map(|l| l.number()),
         dump_policy: Some(cfg.policy.name().into()),
-        total_tensors: c.lines.len() as u64,
+        total_tensors: c.kept.len() as u64,
         before_dispatch: n.before,
         after_completion: n.after,
         input_tensors: n.input,
@@ -537,8 +461,16 @@ pub(crate) fn write_manifest(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kept::Tables;
     use crate::manifest::RecordJson;
+    use crate::record::TensorRecord;
     use simpler_core::{ArgRole, ChipTensor, TaskId};
+
+    /// Keep `r` in `tables` and format it back, as the export does.
+    fn write_record_json(tables: &mut Tables, out: &mut Vec<u8>, r: &TensorRecord, base: u64) {
+        let k = tables.keep(r, base);
+        tables.write_json(out, &k);
+    }
 
     fn rec(subject: Subject) -> TensorRecord {
         TensorRecord {
@@ -640,6 +572,8 @@ mod tests {
         ];
         let mut subjects: Vec<Subject> = views.iter().map(|v| Subject::Tensor(*v)).collect();
         subjects.extend(scalars.iter().map(|s| Subject::Scalar(*s)));
+        // One table for every record: interned layouts must never mix up.
+        let mut tables = Tables::default();
         for (i, subject) in subjects.into_iter().enumerate() {
             for role in [ArgRole::Input, ArgRole::OutputExisting, ArgRole::NoDep] {
                 let mut r = rec(subject);
@@ -649,7 +583,7 @@ mod tests {
                 r.truncated = i % 2 == 0;
                 r.payload_len = (i as u64) * 8;
                 let mut out = Vec::new();
-                write_record_json(&mut out, &r, 4096);
+                write_record_json(&mut tables, &mut out, &r, 4096);
                 assert_eq!(
                     String::from_utf8(out).unwrap(),
                     String::from_utf8(via_serde(&r, 4096)).unwrap()
@@ -665,7 +599,12 @@ mod tests {
             .view(&[1, 2], &[2, 3])
             .unwrap();
         let mut out = Vec::new();
-        write_record_json(&mut out, &rec(Subject::Tensor(t)), 1000);
+        write_record_json(
+            &mut Tables::default(),
+            &mut out,
+            &rec(Subject::Tensor(t)),
+            1000,
+        );
         let j: RecordJson = serde_json::from_slice(&out).unwrap();
         assert_eq!(j.task_id, "0x0000000200000005");
         assert_eq!(j.func_id, Some(vec![3]));
@@ -697,7 +636,12 @@ mod tests {
         );
 
         let mut out = Vec::new();
-        write_record_json(&mut out, &rec(Subject::Scalar(Scalar::f32(f32::NAN))), 0);
+        write_record_json(
+            &mut Tables::default(),
+            &mut out,
+            &rec(Subject::Scalar(Scalar::f32(f32::NAN))),
+            0,
+        );
         let j: RecordJson = serde_json::from_slice(&out).unwrap();
         assert_eq!(j.kind, "scalar");
         assert!(matches!(j.value, Some(ScalarValue::F64(v)) if v.is_nan()));

@@ -15,6 +15,7 @@ mod collector;
 mod config;
 mod error;
 pub mod export;
+mod kept;
 pub mod manifest;
 mod producer;
 mod record;

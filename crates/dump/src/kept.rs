@@ -1,0 +1,301 @@
+//! Tensor-dump records as the collector keeps them until export.
+//!
+//! A large dump holds hundreds of thousands of records. Formatting their
+//! JSON while the graph runs would take CPU from the run and hold the whole
+//! manifest text (hundreds of MB) in memory until it can be sorted. Instead
+//! the collector keeps each record as a fixed 56-byte [`Kept`] whose
+//! repeated parts — the layout (dtype, shape, strides, contiguity) and the
+//! func-id list — are interned once with their JSON fragments pre-formatted.
+//! The export then sorts and formats in parallel, after the run, when the
+//! CPUs are free; formatting a record is mostly copying those fragments.
+
+use std::collections::HashMap;
+
+use simpler_core::{ArgRole, DType, Scalar, MAX_DIMS};
+
+use crate::record::{role_name, role_rank, Stage, Subject, TensorRecord};
+
+/// One tensor-dump record, compact.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Kept {
+    pub task_id: u64,
+    /// Tensor: the buffer's GM address; scalar: the slot's raw bits.
+    pub addr_or_bits: u64,
+    /// Tensor: view offset in elements; scalar: unused.
+    pub start_offset: u64,
+    /// Offset of the payload in `tensor_dump.bin` (0 without payload).
+    pub bin_offset: u64,
+    pub bin_size: u64,
+    /// Index into [`Tables::layouts`].
+    pub layout: u32,
+    /// Index into [`Tables::funcs`].
+    pub funcs: u32,
+    pub arg_index: u8,
+    /// [`Flags`] bits.
+    pub flags: u8,
+}
+
+/// Bits of [`Kept::flags`].
+struct Flags;
+
+impl Flags {
+    const AFTER: u8 = 1;
+    const SCALAR: u8 = 1 << 1;
+    const TRUNCATED: u8 = 1 << 2;
+    const ROLE_SHIFT: u8 = 4;
+}
+
+const ROLES: [ArgRole; 5] = [
+    ArgRole::Input,
+    ArgRole::Output,
+    ArgRole::OutputExisting,
+    ArgRole::InOut,
+    ArgRole::NoDep,
+];
+
+impl Kept {
+    pub fn stage(&self) -> Stage {
+        if self.flags & Flags::AFTER != 0 {
+            Stage::AfterCompletion
+        } else {
+            Stage::BeforeDispatch
+        }
+    }
+
+    pub fn role(&self) -> ArgRole {
+        ROLES[usize::from(self.flags >> Flags::ROLE_SHIFT)]
+    }
+
+    pub fn is_scalar(&self) -> bool {
+        self.flags & Flags::SCALAR != 0
+    }
+
+    pub fn truncated(&self) -> bool {
+        self.flags & Flags::TRUNCATED != 0
+    }
+
+    /// (task_id, stage, arg_index, role) packed above bit 32, leaving the
+    /// low 32 bits for the record's index, so one `u128` sort orders them.
+    pub fn sort_key(&self) -> u128 {
+        (u128::from(self.task_id) << 64)
+            | (u128::from(self.stage() as u8) << 63)
+            | (u128::from(self.arg_index) << 55)
+            | (u128::from(role_rank(self.role())) << 52)
+    }
+}
+
+/// What identifies a layout: everything of a record that repeats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum LayoutKey {
+    Tensor {
+        dtype: DType,
+        ndims: u8,
+        shape: [u32; MAX_DIMS],
+        strides: [u32; MAX_DIMS],
+        contiguous: bool,
+    },
+    Scalar(DType),
+}
+
+/// A layout's JSON around the per-record fields.
+#[derive(Debug, Clone)]
+pub(crate) struct Layout {
+    /// Tensor: `,"kind":"tensor","dtype":…,"strides":[…],"start_offset":`;
+    /// scalar: everything from `,"kind"` to `"value":`.
+    pub head: Vec<u8>,
+    /// Tensor: `,"is_contiguous":…,"numel":…,"addr":"`; scalar: empty.
+    pub mid: Vec<u8>,
+    /// Scalar dtype (for its value).
+    pub dtype: DType,
+}
+
+/// Interned layouts and func-id lists.
+#[derive(Debug, Default)]
+pub(crate) struct Tables {
+    pub layouts: Vec<Layout>,
+    layout_ids: HashMap<LayoutKey, u32>,
+    /// `[f0,f1]` per func-id list.
+    pub funcs: Vec<Vec<u8>>,
+    func_ids: HashMap<([u32; 3], u8), u32>,
+    /// Small cache in front of `layout_ids`: records alternate among few layouts.
+    recent: [(Option<LayoutKey>, u32); 4],
+}
+
+impl Tables {
+    /// Compact `r`, whose payload starts at `bin_base + r.arena_offset`.
+    pub fn keep(&mut self, r: &TensorRecord, bin_base: u64) -> Kept {
+        let (key, addr_or_bits, start_offset) = match r.subject {
+            Subject::Tensor(t) => (
+                LayoutKey::Tensor {
+                    dtype: t.dtype,
+                    ndims: t.ndims.min(MAX_DIMS as u32) as u8,
+                    shape: t.shapes,
+                    strides: t.strides,
+                    contiguous: t.is_contiguous,
+                },
+                t.addr,
+                t.start_offset,
+            ),
+            Subject::Scalar(s) => (LayoutKey::Scalar(s.dtype), s.bits, 0),
+        };
+        let role = ROLES.iter().position(|&x| x == r.role).unwrap_or(0) as u8;
+        let mut flags = role << Flags::ROLE_SHIFT;
+        if r.stage == Stage::AfterCompletion {
+            flags |= Flags::AFTER;
+        }
+        if matches!(r.subject, Subject::Scalar(_)) {
+            flags |= Flags::SCALAR;
+        }
+        if r.truncated {
+            flags |= Flags::TRUNCATED;
+        }
+        Kept {
+            task_id: r.task_id.0,
+            addr_or_bits,
+            start_offset,
+            bin_offset: if r.payload_len > 0 {
+                bin_base + r.arena_offset
+            } else {
+                0
+            },
+            bin_size: r.payload_len,
+            layout: self.layout(key),
+            funcs: self.funcs(r.func_ids, r.n_funcs),
+            arg_index: r.arg_index.min(255) as u8,
+            flags,
+        }
+    }
+
+    fn layout(&mut self, key: LayoutKey) -> u32 {
+        if let Some(&(_, id)) = self.recent.iter().find(|(k, _)| *k == Some(key)) {
+            return id;
+        }
+        let id = match self.layout_ids.get(&key) {
+            Some(&id) => id,
+            None => {
+                let id = self.layouts.len() as u32;
+                self.layouts.push(layout_json(&key));
+                self.layout_ids.insert(key, id);
+                id
+            }
+        };
+        self.recent.rotate_right(1);
+        self.recent[0] = (Some(key), id);
+        id
+    }
+
+    fn funcs(&mut self, ids: [u32; 3], n: u8) -> u32 {
+        let n = n.min(3);
+        *self.func_ids.entry((ids, n)).or_insert_with(|| {
+            let mut s = Vec::new();
+            push_list(&mut s, &ids[..usize::from(n)]);
+            self.funcs.push(s);
+            (self.funcs.len() - 1) as u32
+        })
+    }
+
+    /// Append the JSON of `k` — byte for byte what serde writes for the
+    /// same record as [`crate::manifest::RecordJson`] (tested).
+    pub fn write_json(&self, out: &mut Vec<u8>, k: &Kept) {
+        let layout = &self.layouts[k.layout as usize];
+        out.extend_from_slice(b"{\"task_id\":\"");
+        push_hex64(out, k.task_id);
+        out.extend_from_slice(b"\",\"func_id\":");
+        out.extend_from_slice(&self.funcs[k.funcs as usize]);
+        out.extend_from_slice(b",\"role\":\"");
+        out.extend_from_slice(role_name(k.role()).as_bytes());
+        out.extend_from_slice(b"\",\"stage\":\"");
+        out.extend_from_slice(k.stage().name().as_bytes());
+        out.extend_from_slice(b"\",\"arg_index\":");
+        push_int(out, k.arg_index);
+        out.extend_from_slice(&layout.head);
+        if k.is_scalar() {
+            let s = Scalar {
+                bits: k.addr_or_bits,
+                dtype: layout.dtype,
+            };
+            // Floats need the shortest round-trip form: serde_json (ryu) does it.
+            serde_json::to_writer(&mut *out, &crate::export::scalar_value(s))
+                .expect("scalar serializes");
+            out.extend_from_slice(b",\"bits\":\"");
+            push_hex64(out, k.addr_or_bits);
+            out.extend_from_slice(b"\"}");
+        } else {
+            push_int(out, k.start_offset);
+            out.extend_from_slice(&layout.mid);
+            push_hex64(out, k.addr_or_bits);
+            out.extend_from_slice(b"\",\"bin_offset\":");
+            push_int(out, k.bin_offset);
+            out.extend_from_slice(b",\"bin_size\":");
+            push_int(out, k.bin_size);
+            out.extend_from_slice(if k.truncated() {
+                b",\"truncated\":true,\"overwritten\":false}"
+            } else {
+                b",\"truncated\":false,\"overwritten\":false}"
+            });
+        }
+    }
+}
+
+fn layout_json(key: &LayoutKey) -> Layout {
+    let mut head = Vec::new();
+    let mut mid = Vec::new();
+    match *key {
+        LayoutKey::Tensor {
+            dtype,
+            ndims,
+            shape,
+            strides,
+            contiguous,
+        } => {
+            let n = usize::from(ndims);
+            head.extend_from_slice(b",\"kind\":\"tensor\",\"dtype\":\"");
+            head.extend_from_slice(dtype.name().as_bytes());
+            head.extend_from_slice(b"\",\"shape\":");
+            push_list(&mut head, &shape[..n]);
+            head.extend_from_slice(b",\"strides\":");
+            push_list(&mut head, &strides[..n]);
+            head.extend_from_slice(b",\"start_offset\":");
+            mid.extend_from_slice(b",\"is_contiguous\":");
+            mid.extend_from_slice(if contiguous { b"true" } else { b"false" });
+            mid.extend_from_slice(b",\"numel\":");
+            let numel: u64 = shape[..n].iter().map(|&x| u64::from(x)).product();
+            push_int(&mut mid, numel);
+            mid.extend_from_slice(b",\"addr\":\"");
+            Layout { head, mid, dtype }
+        }
+        LayoutKey::Scalar(dtype) => {
+            head.extend_from_slice(b",\"kind\":\"scalar\",\"dtype\":\"");
+            head.extend_from_slice(dtype.name().as_bytes());
+            head.extend_from_slice(
+                b"\",\"shape\":[],\"strides\":[],\"start_offset\":0,\"is_contiguous\":true,\"numel\":1,\"bin_offset\":0,\"bin_size\":0,\"truncated\":false,\"overwritten\":false,\"value\":",
+            );
+            Layout { head, mid, dtype }
+        }
+    }
+}
+
+/// Append `0x%016x`.
+pub(crate) fn push_hex64(out: &mut Vec<u8>, v: u64) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut b = *b"0x0000000000000000";
+    for (i, d) in b[2..].iter_mut().enumerate() {
+        *d = DIGITS[((v >> (60 - 4 * i)) & 0xf) as usize];
+    }
+    out.extend_from_slice(&b);
+}
+
+fn push_int(out: &mut Vec<u8>, v: impl itoa::Integer) {
+    out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+}
+
+fn push_list(out: &mut Vec<u8>, v: &[u32]) {
+    out.push(b'[');
+    for (i, &x) in v.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        push_int(out, x);
+    }
+    out.push(b']');
+}
