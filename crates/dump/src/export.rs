@@ -556,11 +556,15 @@ mod tests {
     #[test]
     fn direct_writer_matches_serde_byte_for_byte() {
         let t = ChipTensor::contiguous(0xdead_beef_0000, &[3, 5, 7], DType::Bfloat16);
-        let views = [
+        let mut views = vec![
             t,
             t.view(&[1, 0, 2], &[2, 5, 3]).unwrap(),
             t.transpose(0, 2),
         ];
+        // More layouts than the interning cache holds, so entries are evicted
+        // and looked up again.
+        views.extend((1..=12).map(|n| t.view(&[0, 0, 0], &[1, n % 5 + 1, n % 7 + 1]).unwrap()));
+        views.extend([t, t.transpose(0, 2)]);
         let scalars = [
             Scalar::f32(0.1),
             Scalar::f32(-0.0),
@@ -572,9 +576,13 @@ mod tests {
         ];
         let mut subjects: Vec<Subject> = views.iter().map(|v| Subject::Tensor(*v)).collect();
         subjects.extend(scalars.iter().map(|s| Subject::Scalar(*s)));
-        // One table for every record: interned layouts must never mix up.
+        // One table for every record, visited forwards then backwards: the
+        // second pass meets cached, evicted and re-interned layouts, which
+        // must never mix up.
         let mut tables = Tables::default();
-        for (i, subject) in subjects.into_iter().enumerate() {
+        let n = subjects.len();
+        for i in (0..n).chain((0..n).rev()) {
+            let subject = subjects[i];
             for role in [ArgRole::Input, ArgRole::OutputExisting, ArgRole::NoDep] {
                 let mut r = rec(subject);
                 r.role = role;

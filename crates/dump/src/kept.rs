@@ -117,9 +117,15 @@ pub(crate) struct Tables {
     /// `[f0,f1]` per func-id list.
     pub funcs: Vec<Vec<u8>>,
     func_ids: HashMap<([u32; 3], u8), u32>,
-    /// Small cache in front of `layout_ids`: records alternate among few layouts.
-    recent: [(Option<LayoutKey>, u32); 4],
+    /// Small cache in front of `layout_ids` (records cycle through a few
+    /// layouts), replaced round-robin.
+    recent: [(Option<LayoutKey>, u32); RECENT],
+    next_recent: usize,
+    /// The last func-id list and its index (a task's records share it).
+    last_funcs: Option<(([u32; 3], u8), u32)>,
 }
+
+const RECENT: usize = 8;
 
 impl Tables {
     /// Compact `r`, whose payload starts at `bin_base + r.arena_offset`.
@@ -179,19 +185,26 @@ impl Tables {
                 id
             }
         };
-        self.recent.rotate_right(1);
-        self.recent[0] = (Some(key), id);
+        self.recent[self.next_recent] = (Some(key), id);
+        self.next_recent = (self.next_recent + 1) % RECENT;
         id
     }
 
     fn funcs(&mut self, ids: [u32; 3], n: u8) -> u32 {
-        let n = n.min(3);
-        *self.func_ids.entry((ids, n)).or_insert_with(|| {
+        let key = (ids, n.min(3));
+        if let Some((k, id)) = self.last_funcs {
+            if k == key {
+                return id;
+            }
+        }
+        let id = *self.func_ids.entry(key).or_insert_with(|| {
             let mut s = Vec::new();
-            push_list(&mut s, &ids[..usize::from(n)]);
+            push_list(&mut s, &ids[..usize::from(key.1)]);
             self.funcs.push(s);
             (self.funcs.len() - 1) as u32
-        })
+        });
+        self.last_funcs = Some((key, id));
+        id
     }
 
     /// Append the JSON of `k` — byte for byte what serde writes for the
