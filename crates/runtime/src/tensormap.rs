@@ -103,32 +103,55 @@ struct Entry<T> {
 /// range can intersect the query.
 #[derive(Debug)]
 struct Index<T> {
-    by_start: BTreeMap<u64, Vec<Entry<T>>>,
+    /// (first element, insertion number) → slot in `entries`. One small
+    /// tree item per registration: inserting and pruning move 20-byte items
+    /// and allocate nothing per key; a lookup meets entries in (first
+    /// element, insertion) order.
+    by_start: BTreeMap<(u64, u64), u32>,
+    /// The entries themselves, in reusable slots.
+    entries: Vec<Option<Entry<T>>>,
+    /// Free slots of `entries`.
+    free: Vec<u32>,
+    /// Insertion counter.
+    seq: u64,
     /// Largest `extent_elems` ever inserted: how far back a lookup must look.
     max_extent: u64,
-    len: usize,
 }
 
 impl<T: Clone> Index<T> {
     fn new() -> Self {
         Index {
             by_start: BTreeMap::new(),
+            entries: Vec::new(),
+            free: Vec::new(),
+            seq: 0,
             max_extent: 0,
-            len: 0,
         }
     }
 
     fn insert(&mut self, view: &ChipTensor, who: T) {
         self.max_extent = self.max_extent.max(view.extent_elems);
-        self.by_start
-            .entry(view.start_offset)
-            .or_default()
-            .push(Entry {
-                view: *view,
-                origin: box_origin(view),
-                who,
-            });
-        self.len += 1;
+        self.seq += 1;
+        let e = Some(Entry {
+            view: *view,
+            origin: box_origin(view),
+            who,
+        });
+        let slot = match self.free.pop() {
+            Some(i) => {
+                self.entries[i as usize] = e;
+                i
+            }
+            None => {
+                self.entries.push(e);
+                (self.entries.len() - 1) as u32
+            }
+        };
+        self.by_start.insert((view.start_offset, self.seq), slot);
+    }
+
+    fn len(&self) -> usize {
+        self.by_start.len()
     }
 
     fn overlapping(
@@ -142,21 +165,26 @@ impl<T: Clone> Index<T> {
             .start_offset
             .saturating_sub(self.max_extent.saturating_sub(1));
         let hi = view.start_offset + view.extent_elems;
-        for list in self.by_start.range(lo..hi).map(|(_, l)| l) {
-            for e in list {
-                if overlaps_with(&e.view, e.origin, view, origin) && live(&e.who) {
-                    out.push(e.who.clone());
-                }
+        for &i in self.by_start.range((lo, 0)..(hi, 0)).map(|(_, i)| i) {
+            let Some(e) = &self.entries[i as usize] else {
+                continue;
+            };
+            if overlaps_with(&e.view, e.origin, view, origin) && live(&e.who) {
+                out.push(e.who.clone());
             }
         }
     }
 
     fn prune(&mut self, live: &impl Fn(&T) -> bool) {
-        self.by_start.retain(|_, l| {
-            l.retain(|e| live(&e.who));
-            !l.is_empty()
+        let (entries, free) = (&mut self.entries, &mut self.free);
+        self.by_start.retain(|_, &mut i| {
+            let keep = entries[i as usize].as_ref().is_some_and(|e| live(&e.who));
+            if !keep {
+                entries[i as usize] = None;
+                free.push(i);
+            }
+            keep
         });
-        self.len = self.by_start.values().map(Vec::len).sum();
     }
 }
 
@@ -229,10 +257,10 @@ impl<T: Clone> TensorMap<T> {
         if access.read {
             l.readers.insert(view, who);
         }
-        if l.writers.len + l.readers.len >= l.prune_at {
+        if l.writers.len() + l.readers.len() >= l.prune_at {
             l.writers.prune(&live);
             l.readers.prune(&live);
-            l.prune_at = ((l.writers.len + l.readers.len) * 2).max(MIN_PRUNE);
+            l.prune_at = ((l.writers.len() + l.readers.len()) * 2).max(MIN_PRUNE);
         }
     }
 
@@ -245,7 +273,7 @@ impl<T: Clone> TensorMap<T> {
     pub fn len(&self) -> usize {
         self.by_buffer
             .values()
-            .map(|l| l.writers.len + l.readers.len)
+            .map(|l| l.writers.len() + l.readers.len())
             .sum()
     }
 
@@ -383,6 +411,51 @@ mod tests {
     }
 
     proptest! {
+        /// Through registrations, completions, pruning and slot reuse, a
+        /// lookup returns exactly the live overlapping entries a brute-force
+        /// scan of everything registered finds, in the same order.
+        #[test]
+        fn lookups_match_brute_force_through_pruning(
+            ops in proptest::collection::vec((0u32..8, 0u32..8, 1u32..4, 1u32..4, 0u8..3, 0u32..6), 1..200)
+        ) {
+            let m = t(&[10, 10]);
+            let mut map: TensorMap<u32> = TensorMap::new();
+            // (view, access, task) in registration order; task i completes
+            // once i + lifetime <= the current step.
+            let mut all: Vec<(ChipTensor, Access, u32, u32)> = Vec::new();
+            for (step, &(r, c, h, w, kind, lifetime)) in ops.iter().enumerate() {
+                let step = step as u32;
+                let live = |&x: &u32| all.iter().any(|e| e.2 == x && e.2 + e.3 > step);
+                let v = m.view(&[r, c], &[h, w]).unwrap();
+                let access = match kind {
+                    0 => Access { read: true, write: false },
+                    1 => Access { read: false, write: true },
+                    _ => Access { read: true, write: true },
+                };
+                let mut got = Vec::new();
+                map.deps(&v, access, live, &mut got);
+                let mut want: Vec<u32> = Vec::new();
+                for kind_writers in [true, false] {
+                    if !kind_writers && !access.write {
+                        continue;
+                    }
+                    let mut hits: Vec<(u64, usize, u32)> = all
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, e)| if kind_writers { e.1.write } else { e.1.read })
+                        .filter(|(_, e)| e.2 + e.3 > step && overlaps(&e.0, &v))
+                        .map(|(i, e)| (e.0.start_offset, i, e.2))
+                        .collect();
+                    hits.sort();
+                    want.extend(hits.into_iter().map(|h| h.2));
+                }
+                prop_assert_eq!(got, want, "step {}", step);
+                all.push((v, access, step, lifetime));
+                let live = |&x: &u32| all.iter().any(|e| e.2 == x && e.2 + e.3 > step);
+                map.register(&v, access, step, live);
+            }
+        }
+
         /// The overlap test agrees with brute force on boxes of one parent.
         #[test]
         fn overlap_matches_brute_force(r0 in 0u32..6, c0 in 0u32..6, r1 in 0u32..6, c1 in 0u32..6,
