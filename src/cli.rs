@@ -170,8 +170,9 @@ pub struct BenchArgs {
     /// Tasks in the flood (dispatch).
     #[arg(long, default_value_t = 200_000)]
     pub tasks: u32,
-    /// Repetitions; the best is reported.
-    #[arg(long, default_value_t = 3)]
+    /// Repetitions (A/B benches alternate their two runs); the best of
+    /// each is reported, which filters out a noisy machine's slow runs.
+    #[arg(long, default_value_t = 5)]
     pub reps: u32,
     /// Chip shape.
     #[command(flatten)]
