@@ -5,12 +5,12 @@
 //! see tasks once they are wired.
 
 use std::{
-    collections::HashMap,
     sync::{atomic::Ordering, Arc},
     time::{Duration, Instant},
 };
 
 use crossbeam::sync::Parker;
+use rustc_hash::FxHashMap;
 use simpler_core::{
     abi::{MAX_SCALARS, MAX_TENSORS},
     ChipTensor, TaskId, TaskScalar, TaskTensor, MAX_DIMS,
@@ -58,7 +58,8 @@ pub struct Orchestrator<'r> {
     window: u32,
     rings: Vec<Ring>,
     scopes: Vec<Vec<Arc<Buffer>>>,
-    live: HashMap<u64, Arc<Buffer>>,
+    /// Runtime-allocated buffers of open scopes, by address.
+    live: FxHashMap<u64, Arc<Buffer>>,
     map: TensorMap<Arc<Task>>,
     /// Tasks submitted so far.
     submitted: u64,
@@ -87,7 +88,7 @@ impl<'r> Orchestrator<'r> {
                 })
                 .collect(),
             scopes: vec![Vec::new()],
-            live: HashMap::new(),
+            live: FxHashMap::default(),
             map: TensorMap::new(),
             submitted: 0,
             parker,

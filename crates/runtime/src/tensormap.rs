@@ -12,7 +12,9 @@
 //! completed tasks are garbage: they are pruned lazily, when a buffer's
 //! entries have doubled since the last pruning (amortised O(1) per access).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
 
 use simpler_core::ChipTensor;
 
@@ -58,10 +60,13 @@ type Origin = [u64; simpler_core::MAX_DIMS];
 /// describe, dividing the start offset greedily from the largest stride.
 /// `None` when the strides are not a nested layout (then no box test).
 fn box_origin(v: &ChipTensor) -> Option<Origin> {
-    let nd = v.ndims as usize;
+    let nd = (v.ndims as usize).min(simpler_core::MAX_DIMS);
     let mut order = [0usize, 1, 2, 3, 4];
     let order = &mut order[..nd];
-    order.sort_unstable_by_key(|&d| std::cmp::Reverse(v.strides[d]));
+    // Row-major views (the common case) already list strides largest first.
+    if v.strides[..nd].windows(2).any(|w| w[0] < w[1]) {
+        order.sort_unstable_by_key(|&d| std::cmp::Reverse(v.strides[d]));
+    }
     let mut rem = v.start_offset;
     let mut out = [0u64; simpler_core::MAX_DIMS];
     for (i, &d) in order.iter().enumerate() {
@@ -198,13 +203,15 @@ struct Lists<T> {
 /// Regions of buffers and the tasks touching them. `T` identifies a task.
 #[derive(Debug)]
 pub struct TensorMap<T> {
-    by_buffer: HashMap<u64, Lists<T>>,
+    /// Keyed by buffer address (FxHash: addresses are trusted keys, and
+    /// every submit looks each tensor up).
+    by_buffer: FxHashMap<u64, Lists<T>>,
 }
 
 impl<T> Default for TensorMap<T> {
     fn default() -> Self {
         TensorMap {
-            by_buffer: HashMap::new(),
+            by_buffer: FxHashMap::default(),
         }
     }
 }
