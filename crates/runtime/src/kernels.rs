@@ -156,17 +156,19 @@ impl Kernels {
     /// (member, func id) pairs. AIV-only tasks report `Aiv0` as their
     /// member; the scheduler may place them on either vector core.
     pub fn members(&self) -> Vec<(Subtask, u32)> {
+        self.member_slots().into_iter().flatten().collect()
+    }
+
+    /// [`Kernels::members`] without allocating (submit calls it per task).
+    pub(crate) fn member_slots(&self) -> [Option<(Subtask, u32)>; 3] {
         match *self {
-            Kernels::Aic(f) => vec![(Subtask::Aic, f)],
-            Kernels::Aiv(f) => vec![(Subtask::Aiv0, f)],
+            Kernels::Aic(f) => [Some((Subtask::Aic, f)), None, None],
+            Kernels::Aiv(f) => [Some((Subtask::Aiv0, f)), None, None],
             Kernels::Mix { aic, aiv0, aiv1 } => [
-                (Subtask::Aic, aic),
-                (Subtask::Aiv0, aiv0),
-                (Subtask::Aiv1, aiv1),
-            ]
-            .into_iter()
-            .filter_map(|(s, f)| f.map(|f| (s, f)))
-            .collect(),
+                aic.map(|f| (Subtask::Aic, f)),
+                aiv0.map(|f| (Subtask::Aiv0, f)),
+                aiv1.map(|f| (Subtask::Aiv1, f)),
+            ],
         }
     }
 

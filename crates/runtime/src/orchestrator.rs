@@ -18,7 +18,7 @@ use simpler_core::{
 
 use crate::{
     scheduler::Shared,
-    task::{Buffer, Member, Task},
+    task::{Buffer, Member, Members, Task},
     tensormap::{Access, TensorMap},
     ArgRole, KernelRegistry, Kernels, RuntimeError, Scalar, TaskArgs, Tensor, TensorArg,
     TensorInfo,
@@ -150,34 +150,29 @@ impl<'r> Orchestrator<'r> {
         (t.id == id && !t.is_complete()).then(|| t.clone())
     }
 
-    fn resolve(&self, kernels: Kernels) -> Result<Vec<Member>, RuntimeError> {
-        let pairs = kernels.members();
-        if pairs.is_empty() {
-            return Err(RuntimeError::InvalidSubmit(
-                "a MIX task needs at least one member".into(),
-            ));
-        }
-        pairs
-            .into_iter()
-            .map(|(subtask, func_id)| {
-                let def = self.registry.get(func_id)?;
-                let wanted = subtask.core_type();
-                if def.core_type != wanted {
-                    return Err(RuntimeError::CoreTypeMismatch {
-                        func_id,
-                        name: def.name,
-                        actual: def.core_type,
-                        wanted,
-                    });
-                }
-                Ok(Member {
-                    subtask,
+    fn resolve(&self, kernels: Kernels) -> Result<Members, RuntimeError> {
+        let mut list = [None; 3];
+        for (slot, (subtask, func_id)) in kernels.member_slots().into_iter().flatten().enumerate() {
+            let def = self.registry.get(func_id)?;
+            let wanted = subtask.core_type();
+            if def.core_type != wanted {
+                return Err(RuntimeError::CoreTypeMismatch {
                     func_id,
                     name: def.name,
-                    func: def.func,
-                })
-            })
-            .collect()
+                    actual: def.core_type,
+                    wanted,
+                });
+            }
+            list[slot] = Some(Member {
+                subtask,
+                func_id,
+                name: def.name,
+                func: def.func,
+            });
+        }
+        Members::new(list).ok_or_else(|| {
+            RuntimeError::InvalidSubmit("a MIX task needs at least one member".into())
+        })
     }
 
     fn alloc_gm(&self, bytes: u64) -> Result<u64, RuntimeError> {
@@ -247,7 +242,11 @@ impl<'r> Orchestrator<'r> {
     /// # Errors
     /// Unknown func id, wrong core type, more than 32 tensors or 16 scalars,
     /// a tensor used after its scope, GM exhausted, or the run already failed.
-    pub fn submit(&mut self, kernels: Kernels, args: TaskArgs) -> Result<Submitted, RuntimeError> {
+    pub fn submit(
+        &mut self,
+        kernels: Kernels,
+        mut args: TaskArgs,
+    ) -> Result<Submitted, RuntimeError> {
         self.check_abort()?;
         let members = self.resolve(kernels)?;
         if args.tensors.len() > MAX_TENSORS {
@@ -319,9 +318,10 @@ impl<'r> Orchestrator<'r> {
             members,
             args.block_num,
             tensors,
-            args.scalars
-                .iter()
-                .map(|&(scalar, marked)| TaskScalar { scalar, marked })
+            // By value: the collect reuses the argument list's allocation.
+            std::mem::take(&mut args.scalars)
+                .into_iter()
+                .map(|(scalar, marked)| TaskScalar { scalar, marked })
                 .collect(),
             buffers,
         ));

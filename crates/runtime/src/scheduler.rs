@@ -295,8 +295,8 @@ impl Worker {
                 break;
             };
             self.before_first_block(&item);
-            let members = item.task.members.clone();
-            for mem in members {
+            let members = item.task.members;
+            for &mem in members.as_slice() {
                 let idx = m[mem.subtask.id() as usize];
                 self.send(idx, &item, mem, mem.subtask);
             }
@@ -321,7 +321,7 @@ impl Worker {
                     continue;
                 };
                 self.before_first_block(&item);
-                let mem = item.task.members[0];
+                let mem = item.task.members.as_slice()[0];
                 let sub = self.cores[idx].subtask;
                 self.send(idx, &item, mem, sub);
                 self.next_block(item);

@@ -50,6 +50,32 @@ pub(crate) struct Member {
     pub func: KernelFn,
 }
 
+/// A task's members (one, or up to three for MIX), held inline: no
+/// allocation per task.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Members {
+    /// Valid up to `n`; the rest repeat the first.
+    list: [Member; 3],
+    n: u8,
+}
+
+impl Members {
+    /// The members packed at the front of `list`; `None` when there is none.
+    pub fn new(list: [Option<Member>; 3]) -> Option<Members> {
+        let first = list[0]?;
+        let n = list.iter().take_while(|m| m.is_some()).count();
+        Some(Members {
+            list: list.map(|m| m.unwrap_or(first)),
+            n: n as u8,
+        })
+    }
+
+    /// The members, in cluster order.
+    pub fn as_slice(&self) -> &[Member] {
+        &self.list[..usize::from(self.n)]
+    }
+}
+
 #[derive(Debug, Default)]
 struct DepState {
     completed: bool,
@@ -62,7 +88,7 @@ struct DepState {
 pub(crate) struct Task {
     pub id: TaskId,
     pub kernels: Kernels,
-    pub members: Vec<Member>,
+    pub members: Members,
     /// Func ids of the members, for dumps.
     func_ids: [u32; 3],
     pub block_num: u32,
@@ -84,15 +110,15 @@ impl Task {
     pub fn new(
         id: TaskId,
         kernels: Kernels,
-        members: Vec<Member>,
+        members: Members,
         block_num: u32,
         tensors: Vec<TaskTensor>,
         scalars: Vec<TaskScalar>,
         buffers: Vec<Arc<Buffer>>,
     ) -> Task {
-        let subtasks = block_num * members.len() as u32;
+        let subtasks = block_num * members.as_slice().len() as u32;
         let mut func_ids = [0u32; 3];
-        for (f, m) in func_ids.iter_mut().zip(&members) {
+        for (f, m) in func_ids.iter_mut().zip(members.as_slice()) {
             *f = m.func_id;
         }
         Task {
@@ -116,7 +142,7 @@ impl Task {
     pub fn dump_view(&self) -> simpler_dump::TaskView<'_> {
         simpler_dump::TaskView {
             task_id: self.id,
-            func_ids: &self.func_ids[..self.members.len().min(3)],
+            func_ids: &self.func_ids[..self.members.as_slice().len()],
             tensors: &self.tensors,
             scalars: &self.scalars,
         }

@@ -9,10 +9,12 @@
 //!
 //! Entries are indexed by their first element, so a lookup visits only
 //! entries whose element range can reach the queried view. Entries of
-//! completed tasks are garbage: they are pruned lazily, when a buffer's
-//! entries have doubled since the last pruning (amortised O(1) per access).
+//! completed tasks are garbage: each registration retires the buffer's
+//! oldest entries while their tasks are complete (tasks mostly complete in
+//! submission order), and a full pruning runs when a buffer's entries have
+//! doubled since the last one (amortised O(1) per access either way).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use rustc_hash::FxHashMap;
 
@@ -101,6 +103,8 @@ struct Entry<T> {
     view: ChipTensor,
     origin: Option<Origin>,
     who: T,
+    /// Its insertion number (with `view.start_offset`, its tree key).
+    seq: u64,
 }
 
 /// Entries of one kind (readers or writers) of one buffer, indexed by the
@@ -117,6 +121,11 @@ struct Index<T> {
     entries: Vec<Option<Entry<T>>>,
     /// Free slots of `entries`.
     free: Vec<u32>,
+    /// (insertion number, slot) in insertion order. Tasks mostly complete
+    /// in the order they were submitted, so the oldest entries are the
+    /// first to die: each registration retires dead entries from the front.
+    /// Items whose entry a full prune already removed are skipped.
+    fifo: VecDeque<(u64, u32)>,
     /// Insertion counter.
     seq: u64,
     /// Largest `extent_elems` ever inserted: how far back a lookup must look.
@@ -129,6 +138,7 @@ impl<T: Clone> Index<T> {
             by_start: BTreeMap::new(),
             entries: Vec::new(),
             free: Vec::new(),
+            fifo: VecDeque::new(),
             seq: 0,
             max_extent: 0,
         }
@@ -141,6 +151,7 @@ impl<T: Clone> Index<T> {
             view: *view,
             origin: box_origin(view),
             who,
+            seq: self.seq,
         });
         let slot = match self.free.pop() {
             Some(i) => {
@@ -153,6 +164,27 @@ impl<T: Clone> Index<T> {
             }
         };
         self.by_start.insert((view.start_offset, self.seq), slot);
+        self.fifo.push_back((self.seq, slot));
+    }
+
+    /// Retire dead entries from the front of the insertion order, up to
+    /// the first live one.
+    fn retire_oldest(&mut self, live: &impl Fn(&T) -> bool) {
+        while let Some(&(seq, slot)) = self.fifo.front() {
+            match &self.entries[slot as usize] {
+                Some(e) if e.seq == seq => {
+                    if live(&e.who) {
+                        return;
+                    }
+                    self.by_start.remove(&(e.view.start_offset, seq));
+                    self.entries[slot as usize] = None;
+                    self.free.push(slot);
+                }
+                // Already removed by a full prune (the slot may be reused).
+                _ => {}
+            }
+            self.fifo.pop_front();
+        }
     }
 
     fn len(&self) -> usize {
@@ -189,6 +221,13 @@ impl<T: Clone> Index<T> {
                 free.push(i);
             }
             keep
+        });
+        // Forget the queue items of what was just removed.
+        let entries = &self.entries;
+        self.fifo.retain(|&(seq, slot)| {
+            entries[slot as usize]
+                .as_ref()
+                .is_some_and(|e| e.seq == seq)
         });
     }
 }
@@ -264,6 +303,10 @@ impl<T: Clone> TensorMap<T> {
         if access.read {
             l.readers.insert(view, who);
         }
+        l.writers.retire_oldest(&live);
+        l.readers.retire_oldest(&live);
+        // Entries that outlive older ones' tasks stay until a full prune,
+        // when the buffer's entries have doubled since the last one.
         if l.writers.len() + l.readers.len() >= l.prune_at {
             l.writers.prune(&live);
             l.readers.prune(&live);
