@@ -552,6 +552,17 @@ fn submission_limits_and_bad_kernels() {
             .submit(Kernels::Aiv(1), TaskArgs::new().input(&x).block_num(0))
             .unwrap_err();
         assert!(e.to_string().contains("block_num"), "{e}");
+        let e = o
+            .submit(
+                Kernels::Mix {
+                    aic: None,
+                    aiv0: None,
+                    aiv1: None,
+                },
+                TaskArgs::new().input(&x),
+            )
+            .unwrap_err();
+        assert!(e.to_string().contains("at least one member"), "{e}");
         Ok(())
     })
     .unwrap();
