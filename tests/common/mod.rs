@@ -124,7 +124,7 @@ pub fn dump_config(
     }
 }
 
-/// Default dump knobs (level 2, block, 4 MiB arenas, 8 queued buffers).
+/// Default dump knobs (level 2, block, 1 MiB arenas, 8 queued buffers).
 pub fn default_knobs(dir: &Path) -> DumpConfig {
     DumpConfig::new(dir)
 }
