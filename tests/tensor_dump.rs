@@ -1532,3 +1532,32 @@ fn case_large_every_task_once_per_stage_without_loss() {
         (t0.elapsed() - t_check).as_secs_f64()
     );
 }
+
+// ---------------------------------------------------------------------------
+// 9. a manifest that cannot be written
+// ---------------------------------------------------------------------------
+
+/// The manifest's parallel writer meets a full disk (its temporary file is
+/// `/dev/full`) on a dump of several blocks: the run ends with one error
+/// naming that file — no hang among the writer threads, no panic — and no
+/// `tensor_dump.json` is left behind.
+#[test]
+fn a_manifest_write_failure_is_one_error_naming_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("tensor_dump");
+    std::fs::create_dir_all(&dir).unwrap();
+    let blocked = dir.join("tensor_dump.json.tmp");
+    std::os::unix::fs::symlink("/dev/full", &blocked).unwrap();
+    let rt = runtime(default_knobs(&dir), simpler_workloads::flood::kernels());
+    // 3 records per task: 15 000 records, four blocks, every writer thread
+    // busy.
+    let e = match simpler_workloads::flood::run_n(5000, 0, &rt) {
+        Ok(_) => panic!("the dump wrote its manifest into /dev/full"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        e.contains(&blocked.display().to_string()) && e.contains("No space left"),
+        "{e}"
+    );
+    assert!(!dir.join("tensor_dump.json").exists());
+}

@@ -257,6 +257,18 @@ struct Turn {
     failed: bool,
 }
 
+/// Marks the writers failed if its thread unwinds, waking the others.
+struct UnblockOnPanic<'a>(&'a parking_lot::Mutex<Turn>, &'a parking_lot::Condvar);
+
+impl Drop for UnblockOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.lock().failed = true;
+            self.1.notify_all();
+        }
+    }
+}
+
 /// Write `head`, `open`, the records in `order` (one per line, comma
 /// separated) and the closing brackets to `path`.
 ///
@@ -283,20 +295,22 @@ fn write_lines_parallel(
         .clamp(1, 4)
         .min(blocks.len().max(1));
     let file = File::create(path)?;
-    let mut start = Vec::with_capacity(head.len() + open.len());
-    start.extend_from_slice(head);
-    start.extend_from_slice(open);
-    file.write_all_at(&start, 0)?;
     let turn = parking_lot::Mutex::new(Turn {
         next_block: 0,
-        offset: start.len() as u64,
+        offset: 0,
         failed: false,
     });
     let ready = parking_lot::Condvar::new();
     let work = |k: usize| -> std::io::Result<()> {
+        // A worker that panics must not leave the others waiting for its turn.
+        let _unblock = UnblockOnPanic(&turn, &ready);
         let mut buf = Vec::new();
         for (b, block) in blocks.iter().enumerate().skip(k).step_by(workers) {
             buf.clear();
+            if b == 0 {
+                buf.extend_from_slice(head);
+                buf.extend_from_slice(open);
+            }
             for (i, &p) in block.iter().enumerate() {
                 buf.extend_from_slice(if b == 0 && i == 0 { FIRST } else { NEXT });
                 c.tables.write_json(&mut buf, &c.kept[p as u32 as usize]);
@@ -323,6 +337,11 @@ fn write_lines_parallel(
         }
         Ok(())
     };
+    if blocks.is_empty() {
+        file.write_all_at(head, 0)?;
+        file.write_all_at(open, head.len() as u64)?;
+        turn.lock().offset = (head.len() + open.len()) as u64;
+    }
     std::thread::scope(|scope| -> std::io::Result<()> {
         let handles: Vec<_> = (1..workers).map(|k| scope.spawn(move || work(k))).collect();
         let mut result = work(0);
