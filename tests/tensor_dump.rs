@@ -1561,3 +1561,25 @@ fn a_manifest_write_failure_is_one_error_naming_the_file() {
     );
     assert!(!dir.join("tensor_dump.json").exists());
 }
+
+/// A run with nothing to dump still writes a valid manifest: no records,
+/// every counter 0, status complete.
+#[test]
+fn an_empty_dump_is_a_valid_manifest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let rt = runtime(
+        default_knobs(tmp.path()),
+        simpler_workloads::flood::kernels(),
+    );
+    let report = rt
+        .run(&simpler_runtime::OrchArgs::new(), |_o, _a| Ok(()))
+        .unwrap();
+    assert_eq!(report.dump.as_ref().map(|d| d.records), Some(0));
+    let (m, bin) = read_dump(tmp.path());
+    assert_eq!(m.status.as_deref(), Some("complete"));
+    assert!(m.tensors.is_empty() && bin.is_empty());
+    assert_eq!(
+        (m.total_tensors, m.before_dispatch, m.after_completion),
+        (0, 0, 0)
+    );
+}
