@@ -252,7 +252,7 @@ fn leak(s: String) -> &'static str {
 /// rep's file right before it starts.
 fn memcpy_write_baseline(dir: &Path, bytes: u64, reps: u32) -> Result<f64> {
     let src: Vec<u8> = (0..64u32 << 20).map(|i| i as u8).collect();
-    let mut arena = vec![0u8; DumpConfig::new(dir).arena_bytes];
+    let mut arena = vec![0u8; simpler_dump::DEFAULT_ARENA_BYTES];
     let mut best = Duration::MAX;
     let path = dir.join("baseline.bin");
     for _ in 0..reps {
@@ -335,7 +335,10 @@ fn dump_memory(a: &BenchArgs) -> Result<Outcome> {
     }
     let mut config = chip_config(a)?;
     config.insert("tasks".into(), json!(tasks));
-    config.insert("arena_bytes".into(), json!(DumpConfig::new("").arena_bytes));
+    config.insert(
+        "arena_bytes".into(),
+        json!(simpler_dump::DEFAULT_ARENA_BYTES),
+    );
     Ok(Outcome {
         name: "dump-memory",
         results: vec![

@@ -137,7 +137,7 @@ pub struct DumpArgs {
     #[arg(long, default_value = "block", value_name = "POLICY")]
     pub dump_policy: String,
     /// Payload buffer per scheduler thread, in KiB (bounds dump memory).
-    #[arg(long, default_value_t = 1024, value_name = "KIB")]
+    #[arg(long, default_value_t = simpler_dump::DEFAULT_ARENA_BYTES >> 10, value_name = "KIB")]
     pub dump_arena_kib: usize,
     /// Run directory (default `outputs/<workload>_<case>_<YYYYmmdd_HHMMSS>/`);
     /// an existing directory is never overwritten.

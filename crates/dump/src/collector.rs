@@ -108,8 +108,6 @@ pub(crate) struct Collected {
     pub kept: Vec<Kept>,
     /// Their interned layouts and func-id lists.
     pub tables: Tables,
-    /// Records whose payload was cut short (drop policy).
-    pub truncated: u64,
     /// Orchestration arguments.
     pub orch: Vec<crate::manifest::OrchArgJson>,
     /// Dispatches: (dispatch id, range of `dispatch_json`).
@@ -132,7 +130,6 @@ fn collector_main(
     let mut c = Collected {
         kept: Vec::new(),
         tables: Tables::default(),
-        truncated: 0,
         orch: Vec::new(),
         dispatches: Vec::new(),
         dispatch_json: Vec::new(),
@@ -150,10 +147,7 @@ fn collector_main(
         c.bin_bytes += batch.arena.len() as u64;
         for rec in &batch.records {
             match rec {
-                Record::Tensor(r) => {
-                    c.truncated += u64::from(r.truncated);
-                    c.kept.push(c.tables.keep(r, base));
-                }
+                Record::Tensor(r) => c.kept.push(c.tables.keep(r, base)),
                 Record::OrchArg(o) => c.orch.push(orch_arg_json(o)),
                 Record::Dispatch(d) => {
                     let start = c.dispatch_json.len();
@@ -328,7 +322,7 @@ impl DumpSession {
             false => None,
         };
         // What reached the file, as the manifest counts it.
-        let truncated = collected.truncated;
+        let truncated = collected.kept.iter().filter(|k| k.truncated()).count() as u64;
         if dropped + truncated + dropped_args + dropped_dispatches > 0 {
             eprintln!(
                 "warning: dump lost data ({} policy): {dropped} tensor records dropped, {truncated} truncated, {dropped_dispatches} dispatches and {dropped_args} orchestration args dropped; see {}",

@@ -82,6 +82,11 @@ impl FromStr for DumpPolicy {
     }
 }
 
+/// Default payload bytes per producer buffer: large enough that a batch
+/// write costs little per byte, small enough that the buffers a run keeps
+/// (producers + queue + 1) stay a few MiB of memory to fault in.
+pub const DEFAULT_ARENA_BYTES: usize = 1 << 20;
+
 /// Configuration of one run's dump.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DumpConfig {
@@ -115,7 +120,7 @@ impl DumpConfig {
             dir: dir.into(),
             level: Some(DumpLevel::All),
             policy: DumpPolicy::Block,
-            arena_bytes: 1 << 20,
+            arena_bytes: DEFAULT_ARENA_BYTES,
             queue_buffers: 8,
             args: false,
             kernel_args: false,

@@ -289,11 +289,15 @@ fn write_lines_parallel(
     const FIRST: &[u8] = b"\n    ";
     const NEXT: &[u8] = b",\n    ";
     const TAIL: &[u8] = b"\n  ]\n}\n";
-    let blocks: Vec<&[u128]> = order.chunks(BLOCK_RECORDS).collect();
+    // No records is one empty block: block 0 always carries the header.
+    let blocks: Vec<&[u128]> = match order.is_empty() {
+        true => vec![&[]],
+        false => order.chunks(BLOCK_RECORDS).collect(),
+    };
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .clamp(1, 4)
-        .min(blocks.len().max(1));
+        .min(blocks.len());
     let file = File::create(path)?;
     let turn = parking_lot::Mutex::new(Turn {
         next_block: 0,
@@ -337,11 +341,6 @@ fn write_lines_parallel(
         }
         Ok(())
     };
-    if blocks.is_empty() {
-        file.write_all_at(head, 0)?;
-        file.write_all_at(open, head.len() as u64)?;
-        turn.lock().offset = (head.len() + open.len()) as u64;
-    }
     std::thread::scope(|scope| -> std::io::Result<()> {
         let handles: Vec<_> = (1..workers).map(|k| scope.spawn(move || work(k))).collect();
         let mut result = work(0);

@@ -289,7 +289,7 @@ fn layout_json(key: &LayoutKey) -> Layout {
 }
 
 /// Append `0x%016x`.
-pub(crate) fn push_hex64(out: &mut Vec<u8>, v: u64) {
+fn push_hex64(out: &mut Vec<u8>, v: u64) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut b = *b"0x0000000000000000";
     for (i, d) in b[2..].iter_mut().enumerate() {

@@ -30,7 +30,7 @@ pub mod reader;
 pub mod view;
 
 pub use collector::{DumpSession, DumpSummary, RunStatus, BIN_FILE, JSON_FILE};
-pub use config::{DumpConfig, DumpLevel, DumpPolicy};
+pub use config::{DumpConfig, DumpLevel, DumpPolicy, DEFAULT_ARENA_BYTES};
 pub use error::DumpError;
 pub use export::{ARGS_FILE, KERNEL_ARGS_FILE};
 pub use producer::{DispatchView, Producer, TaskView};

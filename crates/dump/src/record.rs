@@ -92,16 +92,6 @@ impl TensorRecord {
             Subject::Scalar(s) => s.dtype,
         }
     }
-
-    /// Sort key: (task_id, stage, arg_index, role).
-    pub fn key(&self) -> (u64, u8, u32, u8) {
-        (
-            self.task_id.0,
-            self.stage as u8,
-            self.arg_index,
-            role_rank(self.role),
-        )
-    }
 }
 
 /// One argument of the orchestration itself (`args_dump.json`).
