@@ -6,7 +6,7 @@
 //! cargo run --release -p simpler-replay --example trace_double_buffer -- OUT_DIR
 //! ```
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/it/common/mod.rs"]
 mod common;
 
 use simpler_core::topology::Subtask;

@@ -25,7 +25,7 @@
 //! - CaseLarge (65 536 tasks): every task once per stage with all its args,
 //!   distinct ids, zero loss counters (and payload truth at scale).
 
-mod common;
+use crate::common;
 
 use std::{
     collections::{BTreeMap, HashMap},

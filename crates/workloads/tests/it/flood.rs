@@ -1,6 +1,6 @@
 //! flood: independent tiny tasks, the golden, and the kernel-loop baseline.
 
-mod common;
+use crate::common;
 
 use simpler_workloads::{
     flood::{self, flood_kernel_loop, run_n, Flood, Inputs},

@@ -1,7 +1,7 @@
 //! paged_attention: goldens for every case, reproducible inputs, perturbed
 //! outputs fail, task counts, and bit-identical results across configurations.
 
-mod common;
+use crate::common;
 
 use simpler_workloads::{
     paged_attention::{self, run_case, Inputs, PaCase, PagedAttention},

@@ -6,7 +6,7 @@
 //! policy, and no `.json.tmp` left behind. Each test runs the real binary
 //! with a fresh temporary folder as its current directory.
 
-mod common;
+use crate::common;
 
 use std::{
     path::{Path, PathBuf},

@@ -1,7 +1,7 @@
 //! Synthetic dumps written by the test round-trip through the reader and
 //! both exporters.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

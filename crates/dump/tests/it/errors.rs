@@ -1,7 +1,7 @@
 //! Every way a dump can be broken gives one specific error naming the file
 //! and, for record problems, the record index and field.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -5,10 +5,9 @@
 //! `simpler dump diff` command module (src/dump_diff.rs of the root
 //! package, compiled in through #[path]) with its exit codes.
 
-mod common;
+use crate::common;
 
-#[path = "../../../src/dump_diff.rs"]
-mod dump_diff;
+use crate::dump_diff;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

@@ -1,7 +1,7 @@
 //! The reference runtime's own dumps (tests/fixtures/reference-dumps) open,
 //! list and decode to what their workloads compute.
 
-mod common;
+use crate::common;
 
 use simpler_core::{ArgRole, DType, TaskId};
 use simpler_dump::manifest::ScalarValue;

@@ -4,7 +4,7 @@
 //! order` pairs the same work submitted at another scope depth (other task
 //! ids), and the binary's exit codes (0 pass, 1 fail, 2 error) and `--json`.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -2,7 +2,7 @@
 //! manifest, and structurally valid manifests with wrong values all give
 //! `Ok` or `Err`. Whatever opens is then listed, decoded and exported.
 
-mod common;
+use crate::common;
 
 use proptest::prelude::*;
 use simpler_dump::manifest::{BinFormat, Manifest, RecordJson, ScalarValue};

@@ -1,6 +1,6 @@
 //! TLOAD, TSTORE and TMOV: views, partial tiles, conversions, errors, records.
 
-mod common;
+use crate::common;
 
 use common::*;
 use proptest::prelude::*;

@@ -16,7 +16,7 @@
 //! `--timeout` (the product CLI has no way to inject a kernel error, by
 //! design).
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! The pipe timing model on real kernels: hazards, in-order pipes, double
 //! buffering, a MIX cluster on one time base, and simulator throughput.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::sync::Arc;

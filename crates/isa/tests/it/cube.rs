@@ -1,7 +1,7 @@
 //! TMATMUL against a same-order f32 reference (bit-exact) and an f64
 //! reference (within 1e-4), plus a GM → L1 → L0 → CUBE → GM pipeline.
 
-mod common;
+use crate::common;
 
 use common::*;
 use simpler_core::{DType, KResult, KernelError};

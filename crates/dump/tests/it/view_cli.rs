@@ -1,20 +1,13 @@
 //! The `simpler dump view` CLI module (src/dump_view.rs of the root package),
 //! compiled into this test through #[path] and driven through clap.
 
-mod common;
-
-#[path = "../../../src/dump_view.rs"]
-mod dump_view;
-
-// dump_view hands `--dispatches` to this sibling module.
-#[path = "../../../src/dispatch_view.rs"]
-mod dispatch_view;
+use crate::common;
 
 use std::path::Path;
 use std::process::ExitCode;
 
 use clap::Parser;
-use dump_view::{view, view_with, ViewArgs};
+use crate::dump_view::{view, view_with, ViewArgs};
 
 #[derive(Debug, Parser)]
 struct Cli {

@@ -1,6 +1,6 @@
 //! The workload registry: names, cases, kernels, and every default case.
 
-mod common;
+use crate::common;
 
 use simpler_workloads::{all, find, WorkloadError};
 

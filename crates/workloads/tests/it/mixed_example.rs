@@ -1,6 +1,6 @@
 //! mixed_example: one MIX task of two blocks; all three outputs checked.
 
-mod common;
+use crate::common;
 
 use simpler_workloads::{
     mixed_example::{self, run_seed, Inputs, MixedExample},

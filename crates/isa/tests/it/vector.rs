@@ -5,7 +5,7 @@
 //! tile dtype with the table-based reference in `common` — independent of the
 //! crate's own conversion code.
 
-mod common;
+use crate::common;
 
 use common::*;
 use rand::Rng;

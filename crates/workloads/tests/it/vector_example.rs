@@ -1,6 +1,6 @@
 //! vector_example: f = 47 everywhere, and the golden catches a wrong value.
 
-mod common;
+use crate::common;
 
 use simpler_workloads::{
     vector_example::{self, Inputs, VectorExample},

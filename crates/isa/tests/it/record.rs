@@ -1,7 +1,7 @@
 //! Every instruction's record: mnemonic, pipe, size, operand ranges and the
 //! call site; and recording never changes results.
 
-mod common;
+use crate::common;
 
 use common::*;
 use simpler_core::DType;

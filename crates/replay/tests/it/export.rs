@@ -1,7 +1,7 @@
 //! The output tree: trace.json structure, per-sub-core files, CSV columns and
 //! cycle sums, Perfetto lanes, and the text summary.
 
-mod common;
+use crate::common;
 
 use std::{
     collections::{BTreeMap, BTreeSet, HashMap},

@@ -1,0 +1,8 @@
+//! Integration tests of this crate, in one test binary (one link, one
+//! process start) — modules by topic.
+
+mod common;
+mod cube;
+mod mem;
+mod record;
+mod vector;

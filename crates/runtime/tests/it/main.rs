@@ -1,0 +1,3 @@
+//! Integration tests of this crate, in one test binary.
+
+mod runtime;
