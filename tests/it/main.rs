@@ -1,9 +1,9 @@
 //! Integration tests of this crate, in one test binary (one link, one
 //! process start) — modules by topic.
 
-mod common;
 mod args_dump;
 mod cli;
+mod common;
 mod dump_cli;
 mod dump_diff;
 mod failure_midway;

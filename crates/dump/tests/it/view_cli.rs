@@ -6,8 +6,8 @@ use crate::common;
 use std::path::Path;
 use std::process::ExitCode;
 
-use clap::Parser;
 use crate::dump_view::{view, view_with, ViewArgs};
+use clap::Parser;
 
 #[derive(Debug, Parser)]
 struct Cli {
