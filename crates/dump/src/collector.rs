@@ -24,13 +24,13 @@ use std::{
 };
 
 use crossbeam::channel::{self, Receiver, Sender};
+use parking_lot::Mutex;
 
 use crate::{
-    export::{
-        dispatch_json, orch_arg_json, write_args_dump, write_kernel_args_dump, write_manifest,
-    },
+    durable::TempFile,
+    export::{dispatch_json, orch_arg_json},
     kept::{Kept, Tables},
-    record::Record,
+    record::{Record, UnfinishedTask},
     DumpConfig, DumpError, Producer,
 };
 
@@ -104,7 +104,7 @@ fn recycle(free: &Sender<Batch>, mut b: Batch, arena_bytes: usize) {
 
 /// What the collector hands back.
 pub(crate) struct Collected {
-    /// Tensor-dump records, in arrival order.
+    /// Tensor-dump records whose payload reached the `.bin`, in arrival order.
     pub kept: Vec<Kept>,
     /// Their interned layouts and func-id lists.
     pub tables: Tables,
@@ -116,15 +116,74 @@ pub(crate) struct Collected {
     pub dispatch_json: Vec<u8>,
     /// Tensor and scalar slots over all dispatches.
     pub dispatch_args: u64,
+    /// The `.bin` under its temporary name (`None` without a tensor dump).
+    pub bin: Option<TempFile>,
+    /// Bytes in the `.bin`.
     pub bin_bytes: u64,
-    pub io_error: Option<String>,
+    /// Why writing the `.bin` stopped, if it did.
+    pub bin_error: Option<std::io::Error>,
+    /// Tensor records dropped because their payload did not reach the file.
+    pub lost: u64,
+}
+
+/// Where a payload write failure is reported, once: the runtime stops the
+/// run (a dump that can no longer be honoured is not worth the run).
+#[derive(Default)]
+pub(crate) struct FailureHook {
+    /// The OS message of the failure, and who to tell.
+    inner: Mutex<(Option<String>, Option<OnFailure>)>,
+}
+
+/// Called with the OS message (`No space left on device`).
+type OnFailure = Arc<dyn Fn(&str) + Send + Sync>;
+
+impl FailureHook {
+    fn failed(&self, msg: String) {
+        let tell = {
+            let mut g = self.inner.lock();
+            if g.0.is_some() {
+                return;
+            }
+            g.0 = Some(msg.clone());
+            g.1.clone()
+        };
+        if let Some(f) = tell {
+            f(&msg);
+        }
+    }
+
+    fn set(&self, f: OnFailure) {
+        let already = {
+            let mut g = self.inner.lock();
+            g.1 = Some(f.clone());
+            g.0.clone()
+        };
+        if let Some(msg) = already {
+            f(&msg);
+        }
+    }
+}
+
+/// Append `arena` to the file; returns the bytes that reached it and the
+/// error that stopped the rest.
+fn write_payload(file: &File, arena: &[u8]) -> (usize, Option<std::io::Error>) {
+    let mut done = 0;
+    while done < arena.len() {
+        match (&*file).write(&arena[done..]) {
+            Ok(0) => return (done, Some(std::io::ErrorKind::WriteZero.into())),
+            Ok(n) => done += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return (done, Some(e)),
+        }
+    }
+    (done, None)
 }
 
 fn collector_main(
     rx: Receiver<Batch>,
     free: Sender<Batch>,
-    mut bin: File,
-    bin_path: PathBuf,
+    bin: Option<TempFile>,
+    hook: Arc<FailureHook>,
     arena_bytes: usize,
 ) -> Collected {
     let mut c = Collected {
@@ -134,19 +193,36 @@ fn collector_main(
         dispatches: Vec::new(),
         dispatch_json: Vec::new(),
         dispatch_args: 0,
+        bin,
         bin_bytes: 0,
-        io_error: None,
+        bin_error: None,
+        lost: 0,
     };
     for batch in rx {
         let base = c.bin_bytes;
-        if c.io_error.is_none() && !batch.arena.is_empty() {
-            if let Err(e) = bin.write_all(&batch.arena) {
-                c.io_error = Some(format!("cannot write {}: {e}", bin_path.display()));
+        // Bytes of this batch's arena that reached the file.
+        let mut reached = 0;
+        if c.bin_error.is_none() && !batch.arena.is_empty() {
+            if let Some(bin) = &c.bin {
+                let (n, err) = write_payload(bin.file(), &batch.arena);
+                reached = n;
+                c.bin_bytes += n as u64;
+                if let Some(e) = err {
+                    hook.failed(crate::durable::os_message(&e));
+                    c.bin_error = Some(e);
+                }
             }
         }
-        c.bin_bytes += batch.arena.len() as u64;
         for rec in &batch.records {
             match rec {
+                Record::Tensor(r) if r.payload_len > 0 => {
+                    // Kept only when its payload is in the file.
+                    if r.arena_offset + r.payload_len <= reached as u64 {
+                        c.kept.push(c.tables.keep(r, base));
+                    } else {
+                        c.lost += 1;
+                    }
+                }
                 Record::Tensor(r) => c.kept.push(c.tables.keep(r, base)),
                 Record::OrchArg(o) => c.orch.push(orch_arg_json(o)),
                 Record::Dispatch(d) => {
@@ -160,11 +236,6 @@ fn collector_main(
             }
         }
         recycle(&free, batch, arena_bytes);
-    }
-    if c.io_error.is_none() {
-        if let Err(e) = bin.flush() {
-            c.io_error = Some(format!("cannot write {}: {e}", bin_path.display()));
-        }
     }
     c
 }
@@ -183,9 +254,9 @@ pub enum RunStatus {
 pub struct DumpSummary {
     /// `tensor_dump.json` (when the tensor dump was on).
     pub json_path: Option<PathBuf>,
-    /// `args_dump.json` (when asked for).
+    /// `args_dump.json` (when asked for and written).
     pub args_path: Option<PathBuf>,
-    /// `kernel_args_dump.json` (when asked for).
+    /// `kernel_args_dump.json` (when asked for and written).
     pub kernel_args_path: Option<PathBuf>,
     /// Dispatches recorded in the kernel args dump.
     pub dispatches: u64,
@@ -193,9 +264,14 @@ pub struct DumpSummary {
     pub bin_path: PathBuf,
     /// Tensor-dump records written.
     pub records: u64,
+    /// Of those, records at stage `hang_snapshot`.
+    pub hang_snapshots: u64,
+    /// Tasks listed in `unfinished_tasks`.
+    pub unfinished_tasks: u64,
     /// Payload bytes written.
     pub bin_bytes: u64,
-    /// Tensor records lost (drop policy).
+    /// Tensor records lost: drop policy, and payload that could not be
+    /// written (the manifest's `dropped_records`).
     pub dropped_records: u64,
     /// Tensor records in the file whose payload was cut short (drop policy).
     pub truncated: u64,
@@ -203,8 +279,13 @@ pub struct DumpSummary {
     pub dropped_dispatches: u64,
     /// Orchestration-argument records lost (drop policy).
     pub dropped_args: u64,
-    /// How the run ended.
+    /// How the run ended, as the manifest says it.
     pub status: RunStatus,
+    /// The OS message of the first write that failed (`No space left on
+    /// device`); what reached the disk is described, the rest counted.
+    pub write_error: Option<String>,
+    /// Files asked for that could not be written, with the reason.
+    pub not_written: Vec<(PathBuf, String)>,
 }
 
 /// One run's dump: start it before the run, hand a [`Producer`] to every
@@ -214,6 +295,9 @@ pub struct DumpSession {
     collector: Option<JoinHandle<Collected>>,
     cfg: DumpConfig,
     bin_path: PathBuf,
+    hook: Arc<FailureHook>,
+    /// Folders this session created (outermost first).
+    created_dirs: Vec<PathBuf>,
 }
 
 impl std::fmt::Debug for DumpSession {
@@ -230,7 +314,8 @@ pub const BIN_FILE: &str = "tensor_dump.bin";
 pub const JSON_FILE: &str = "tensor_dump.json";
 
 impl DumpSession {
-    /// Create the folder and the `.bin`, start the collector.
+    /// Create the folder and the `.bin` (under its temporary name until the
+    /// manifest describes it), start the collector.
     ///
     /// # Errors
     /// When the folder or file cannot be created, or the config is unusable.
@@ -240,9 +325,19 @@ impl DumpSession {
                 "dump arena and queue must be at least 1".into(),
             ));
         }
-        std::fs::create_dir_all(&cfg.dir).map_err(|e| DumpError::io(&cfg.dir, e))?;
+        let created_dirs =
+            crate::durable::create_dir_all(&cfg.dir).map_err(|e| DumpError::io(&cfg.dir, e))?;
         let bin_path = cfg.dir.join(BIN_FILE);
-        let bin = File::create(&bin_path).map_err(|e| DumpError::io(&bin_path, e))?;
+        let bin = match cfg.level {
+            Some(_) => match TempFile::create(&bin_path) {
+                Ok(f) => Some(f),
+                Err(e) => {
+                    remove_dirs(&created_dirs);
+                    return Err(DumpError::io(&crate::durable::temp_path(&bin_path), e));
+                }
+            },
+            None => None,
+        };
         let (tx, rx) = channel::bounded(cfg.queue_buffers);
         let (free_tx, free_rx) = channel::bounded(cfg.queue_buffers + 4);
         let record_cap = (cfg.arena_bytes / 256).clamp(64, 1 << 16);
@@ -254,16 +349,19 @@ impl DumpSession {
             record_cap,
             dropped: Dropped::default(),
         });
-        let (bp, arena) = (bin_path.clone(), cfg.arena_bytes);
+        let hook = Arc::new(FailureHook::default());
+        let (h, arena) = (hook.clone(), cfg.arena_bytes);
         let collector = std::thread::Builder::new()
             .name("dump-collector".into())
-            .spawn(move || collector_main(rx, free_tx, bin, bp, arena))
+            .spawn(move || collector_main(rx, free_tx, bin, h, arena))
             .map_err(|e| DumpError::Config(format!("cannot start the dump collector: {e}")))?;
         Ok(DumpSession {
             shared: Some(shared),
             collector: Some(collector),
             cfg,
             bin_path,
+            hook,
+            created_dirs,
         })
     }
 
@@ -277,82 +375,70 @@ impl DumpSession {
         &self.cfg
     }
 
-    /// Wait for the collector and write the manifest atomically. Every
-    /// producer must have been dropped.
+    /// Call `f` with the OS message (`No space left on device`) when
+    /// writing the payload fails — at once if it already has. Records
+    /// whose payload did not reach the file are dropped and counted; the
+    /// caller is expected to stop the run.
+    pub fn on_write_failure(&self, f: impl Fn(&str) + Send + Sync + 'static) {
+        self.hook.set(Arc::new(f));
+    }
+
+    /// Wait for the collector and write the files (see [`crate::finish`]).
+    /// `unfinished` lists the tasks the run stopped before they completed
+    /// (written when `status` is incomplete). Every producer must have been
+    /// dropped.
     ///
     /// # Errors
-    /// I/O failures, naming the file.
-    pub fn finish(mut self, status: RunStatus) -> Result<DumpSummary, DumpError> {
+    /// When not even the manifest could be written: every file and folder
+    /// the session created has then been removed, and the error says so.
+    pub fn finish(
+        mut self,
+        status: RunStatus,
+        unfinished: Vec<UnfinishedTask>,
+    ) -> Result<DumpSummary, DumpError> {
         let shared = self.shared.take().expect("finish once");
-        let dropped = shared.dropped.tensor.load(Ordering::Relaxed);
-        let dropped_args = shared.dropped.orch_arg.load(Ordering::Relaxed);
-        let dropped_dispatches = shared.dropped.dispatch.load(Ordering::Relaxed);
+        let losses = crate::finish::Losses {
+            tensors: shared.dropped.tensor.load(Ordering::Relaxed),
+            args: shared.dropped.orch_arg.load(Ordering::Relaxed),
+            dispatches: shared.dropped.dispatch.load(Ordering::Relaxed),
+        };
         drop(shared);
-        let mut collected = self
+        let collected = self
             .collector
             .take()
             .expect("finish once")
             .join()
             .map_err(|_| DumpError::Config("the dump collector panicked".into()))?;
-        if let Some(e) = collected.io_error.take() {
-            return Err(DumpError::Write(e));
-        }
-        let json_path = match self.cfg.level {
-            Some(_) => Some(write_manifest(&self.cfg, &status, &mut collected, dropped)?),
-            None => {
-                // No tensor dump asked for: no tensor files.
-                let _ = std::fs::remove_file(&self.bin_path);
-                None
-            }
-        };
-        let args_path = match self.cfg.args {
-            true => Some(write_args_dump(
-                &self.cfg,
-                std::mem::take(&mut collected.orch),
-                dropped_args,
-            )?),
-            false => None,
-        };
-        let kernel_args_path = match self.cfg.kernel_args {
-            true => Some(write_kernel_args_dump(
-                &self.cfg,
-                &mut collected,
-                dropped_dispatches,
-            )?),
-            false => None,
-        };
-        // What reached the file, as the manifest counts it.
-        let truncated = collected.kept.iter().filter(|k| k.truncated()).count() as u64;
-        if dropped + truncated + dropped_args + dropped_dispatches > 0 {
-            eprintln!(
-                "warning: dump lost data ({} policy): {dropped} tensor records dropped, {truncated} truncated, {dropped_dispatches} dispatches and {dropped_args} orchestration args dropped; see {}",
-                self.cfg.policy,
-                self.cfg.dir.display()
-            );
-        }
-        Ok(DumpSummary {
-            json_path,
-            bin_path: self.bin_path.clone(),
-            args_path,
-            kernel_args_path,
-            dispatches: collected.dispatches.len() as u64,
-            records: collected.kept.len() as u64,
-            bin_bytes: collected.bin_bytes,
-            dropped_records: dropped,
-            truncated,
-            dropped_dispatches,
-            dropped_args,
-            status,
-        })
+        let dirs = std::mem::take(&mut self.created_dirs);
+        crate::finish::export(
+            &self.cfg,
+            crate::finish::Ending {
+                status,
+                unfinished,
+                losses,
+                created_dirs: dirs,
+                bin_path: self.bin_path.clone(),
+            },
+            collected,
+        )
+    }
+}
+
+/// Remove folders a session created, newest first, when empty.
+pub(crate) fn remove_dirs(dirs: &[PathBuf]) {
+    for d in dirs.iter().rev() {
+        crate::durable::remove_dir_if_empty(d);
     }
 }
 
 impl Drop for DumpSession {
     fn drop(&mut self) {
-        // Not finished (an error path): let the collector end quietly.
+        // Not finished (an error path): let the collector end quietly; its
+        // temporary `.bin` is removed with it, then the folders made here.
         self.shared.take();
         if let Some(h) = self.collector.take() {
             let _ = h.join();
         }
+        remove_dirs(&self.created_dirs);
     }
 }

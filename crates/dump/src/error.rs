@@ -15,9 +15,18 @@ pub enum DumpError {
         /// The OS error.
         source: std::io::Error,
     },
-    /// Writing the payload failed during the run.
-    #[error("{0}")]
-    Write(String),
+    /// Not even the manifest could be written: every file and folder the
+    /// dump created was removed.
+    #[error(
+        "write failed: {} ({path}); nothing was kept: the dump's files and folders were removed",
+        crate::durable::os_message(source)
+    )]
+    NothingKept {
+        /// The file the last write failed on.
+        path: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
     /// Unusable settings.
     #[error("invalid dump configuration: {0}")]
     Config(String),

@@ -1,21 +1,22 @@
-//! Writing `tensor_dump.json`: record lines and the atomic manifest.
+//! Formatting the dump files: the args and kernel-args dumps, and
+//! `tensor_dump.json` (record lines written in parallel blocks).
 
-use std::{
-    fs::File,
-    io::{BufWriter, Write},
-    path::{Path, PathBuf},
-};
+use std::{fs::File, io::Write, path::PathBuf};
 
 use simpler_core::{DType, Scalar};
 
 use crate::{
-    collector::{Collected, RunStatus, BIN_FILE, JSON_FILE},
+    collector::{Collected, RunStatus, BIN_FILE},
+    durable::write_atomic,
     kept::Kept,
     manifest::{
         ArgsDump, BinFormat, ContextJson, DispatchJson, KernelArgsDump, Manifest, OrchArgJson,
-        ScalarValue, SlotJson, SCHEMA_VERSION,
+        ScalarValue, SlotJson, UnfinishedTaskJson, SCHEMA_VERSION,
     },
-    record::{role_name, DispatchRecord, OrchArgRecord, Stage, Subject, CAPTURE_HEAD},
+    record::{
+        role_name, DispatchRecord, OrchArgRecord, Stage, Subject, TaskState, UnfinishedTask,
+        CAPTURE_HEAD,
+    },
     DumpConfig, DumpError,
 };
 
@@ -36,28 +37,6 @@ pub fn scalar_value(s: Scalar) -> ScalarValue {
         DType::Int64 => ScalarValue::Int(s.bits as i64),
         _ => ScalarValue::UInt(s.bits),
     }
-}
-
-/// Write `path` through a temporary file and a rename, so a reader never
-/// sees half a file.
-///
-/// # Errors
-/// I/O failures, naming the file.
-pub fn write_atomic(
-    path: &Path,
-    write: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<()>,
-) -> Result<(), DumpError> {
-    let tmp = path.with_extension("json.tmp");
-    let f = File::create(&tmp).map_err(|e| DumpError::io(&tmp, e))?;
-    let mut w = BufWriter::with_capacity(1 << 20, f);
-    write(&mut w)
-        .and_then(|()| w.flush())
-        .map_err(|e| DumpError::io(&tmp, e))?;
-    let f = w
-        .into_inner()
-        .map_err(|e| DumpError::io(&tmp, e.into_error()))?;
-    f.sync_all().map_err(|e| DumpError::io(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| DumpError::io(path, e))
 }
 
 /// The `args_dump.json` entry of an orchestration argument.
@@ -195,9 +174,10 @@ pub const KERNEL_ARGS_FILE: &str = "kernel_args_dump.json";
 /// Write `args_dump.json`.
 pub(crate) fn write_args_dump(
     cfg: &DumpConfig,
-    mut args: Vec<OrchArgJson>,
+    args: &[OrchArgJson],
     dropped: u64,
 ) -> Result<PathBuf, DumpError> {
+    let mut args = args.to_vec();
     args.sort_by_key(|a| a.arg_index);
     let doc = ArgsDump {
         schema_version: SCHEMA_VERSION,
@@ -279,7 +259,7 @@ impl Drop for UnblockOnPanic<'_> {
 /// section) and are written in parallel. Memory: one block buffer per
 /// worker, whatever the dump's size.
 fn write_lines_parallel(
-    path: &Path,
+    file: &File,
     head: &[u8],
     open: &[u8],
     c: &Collected,
@@ -298,7 +278,6 @@ fn write_lines_parallel(
         .map_or(1, |n| n.get())
         .clamp(1, 4)
         .min(blocks.len());
-    let file = File::create(path)?;
     let turn = parking_lot::Mutex::new(Turn {
         next_block: 0,
         offset: 0,
@@ -353,7 +332,9 @@ fn write_lines_parallel(
         result
     })?;
     let end = turn.lock().offset;
-    file.write_all_at(TAIL, end)
+    file.write_all_at(TAIL, end)?;
+    // An earlier, longer attempt may have left bytes beyond the end.
+    file.set_len(end + TAIL.len() as u64)
 }
 
 /// Sort distinct keys: both halves at once on two threads, then one merge
@@ -387,6 +368,7 @@ fn sort_two_halves(mut v: Vec<u128>) -> Vec<u128> {
 struct Counts {
     before: u64,
     after: u64,
+    hang: u64,
     input: u64,
     output: u64,
     inout: u64,
@@ -399,6 +381,7 @@ impl Counts {
         match k.stage() {
             Stage::BeforeDispatch => self.before += 1,
             Stage::AfterCompletion => self.after += 1,
+            Stage::HangSnapshot => self.hang += 1,
         }
         if k.is_scalar() {
             self.scalars += 1;
@@ -414,13 +397,47 @@ impl Counts {
     }
 }
 
-/// Sort the records and write the manifest.
+/// The wire form of an unfinished task.
+fn unfinished_json(t: &UnfinishedTask) -> UnfinishedTaskJson {
+    let (cores, running_for_ms, waiting_on) = match &t.state {
+        TaskState::Running { cores, for_ms } => (Some(cores.clone()), Some(*for_ms), None),
+        TaskState::Ready => (None, None, None),
+        TaskState::Waiting { on } => (
+            None,
+            None,
+            Some(on.iter().map(|id| hex64(id.0)).collect()),
+        ),
+    };
+    UnfinishedTaskJson {
+        task_id: hex64(t.task_id.0),
+        func_id: t.func_ids.clone(),
+        state: t.state.name().into(),
+        cores,
+        running_for_ms,
+        blocks_done: t.blocks_done,
+        block_num: t.block_num,
+        waiting_on,
+    }
+}
+
+/// How the manifest describes the run's end.
+pub(crate) struct ManifestEnd<'a> {
+    /// `complete`, or `incomplete` with the reason.
+    pub status: &'a RunStatus,
+    /// Listed when incomplete.
+    pub unfinished: &'a [UnfinishedTask],
+    /// `dropped_records`.
+    pub dropped: u64,
+}
+
+/// Sort the records and write the manifest into `file` from its start
+/// (cutting whatever an earlier attempt left beyond the end).
 pub(crate) fn write_manifest(
     cfg: &DumpConfig,
-    status: &RunStatus,
-    c: &mut Collected,
-    dropped: u64,
-) -> Result<PathBuf, DumpError> {
+    file: &File,
+    c: &Collected,
+    end: &ManifestEnd<'_>,
+) -> std::io::Result<()> {
     // Sort one packed u128 per record (key bits | index) rather than the
     // records themselves; count the header's fields in the same pass.
     let mut n = Counts::default();
@@ -434,9 +451,13 @@ pub(crate) fn write_manifest(
         })
         .collect();
     let order = sort_two_halves(order);
-    let (status_s, reason) = match status {
-        RunStatus::Complete => ("complete", None),
-        RunStatus::Incomplete(r) => ("incomplete", Some(r.clone())),
+    let (status_s, reason, unfinished) = match end.status {
+        RunStatus::Complete => ("complete", None, None),
+        RunStatus::Incomplete(r) => (
+            "incomplete",
+            Some(r.clone()),
+            Some(end.unfinished.iter().map(unfinished_json).collect()),
+        ),
     };
     let header = Manifest {
         schema_version: Some(SCHEMA_VERSION),
@@ -454,13 +475,15 @@ pub(crate) fn write_manifest(
         total_tensors: c.kept.len() as u64,
         before_dispatch: n.before,
         after_completion: n.after,
+        hang_snapshot: n.hang,
         input_tensors: n.input,
         output_tensors: n.output,
         inout_tensors: n.inout,
         scalar_args: n.scalars,
         truncated_tensors: n.truncated,
-        dropped_records: dropped,
+        dropped_records: end.dropped,
         dropped_overwrite: 0,
+        unfinished_tasks: unfinished,
         tensors: vec![],
     };
     let head = serde_json::to_string_pretty(&header).expect("manifest serializes");
@@ -468,12 +491,7 @@ pub(crate) fn write_manifest(
     let head = head
         .strip_suffix("\"tensors\": []\n}")
         .expect("tensors is the last field");
-    let path = cfg.dir.join(JSON_FILE);
-    let tmp = path.with_extension("json.tmp");
-    write_lines_parallel(&tmp, head.as_bytes(), b"\"tensors\": [", c, &order)
-        .map_err(|e| DumpError::io(&tmp, e))?;
-    std::fs::rename(&tmp, &path).map_err(|e| DumpError::io(&path, e))?;
-    Ok(path)
+    write_lines_parallel(file, head.as_bytes(), b"\"tensors\": [", c, &order)
 }
 
 #[cfg(test)]

@@ -42,6 +42,7 @@ impl Flags {
     const AFTER: u8 = 1;
     const SCALAR: u8 = 1 << 1;
     const TRUNCATED: u8 = 1 << 2;
+    const HANG: u8 = 1 << 3;
     const ROLE_SHIFT: u8 = 4;
 }
 
@@ -55,11 +56,19 @@ const ROLES: [ArgRole; 5] = [
 
 impl Kept {
     pub fn stage(&self) -> Stage {
-        if self.flags & Flags::AFTER != 0 {
+        if self.flags & Flags::HANG != 0 {
+            Stage::HangSnapshot
+        } else if self.flags & Flags::AFTER != 0 {
             Stage::AfterCompletion
         } else {
             Stage::BeforeDispatch
         }
+    }
+
+    /// True when the record's payload lies in the first `len` bytes of the
+    /// `.bin` (or it has none).
+    pub fn payload_within(&self, len: u64) -> bool {
+        self.bin_size == 0 || self.bin_offset + self.bin_size <= len
     }
 
     pub fn role(&self) -> ArgRole {
@@ -76,10 +85,12 @@ impl Kept {
 
     /// (task_id, stage, arg_index, role) packed above bit 32, leaving the
     /// low 32 bits for the record's index, so one `u128` sort orders them.
+    /// Stages in their enum order: a hang snapshot sorts after the task's
+    /// completion records.
     pub fn sort_key(&self) -> u128 {
         (u128::from(self.task_id) << 64)
-            | (u128::from(self.stage() as u8) << 63)
-            | (u128::from(self.arg_index) << 55)
+            | (u128::from(self.stage() as u8) << 62)
+            | (u128::from(self.arg_index) << 54)
             | (u128::from(role_rank(self.role())) << 52)
     }
 }
@@ -146,8 +157,10 @@ impl Tables {
         };
         let role = ROLES.iter().position(|&x| x == r.role).unwrap_or(0) as u8;
         let mut flags = role << Flags::ROLE_SHIFT;
-        if r.stage == Stage::AfterCompletion {
-            flags |= Flags::AFTER;
+        match r.stage {
+            Stage::BeforeDispatch => {}
+            Stage::AfterCompletion => flags |= Flags::AFTER,
+            Stage::HangSnapshot => flags |= Flags::HANG,
         }
         if matches!(r.subject, Subject::Scalar(_)) {
             flags |= Flags::SCALAR;

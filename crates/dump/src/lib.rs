@@ -4,8 +4,10 @@
 //! scheduler thread gets a [`Producer`] that appends fixed-size [`Record`]s
 //! and gathered payload bytes to its own batch. Full batches stream to
 //! `tensor_dump.bin` while the graph runs; [`DumpSession::finish`] writes
-//! `tensor_dump.json` atomically, sorted by (task, stage, arg, role), with
-//! `status: incomplete` and the reason when the run failed.
+//! `tensor_dump.json` atomically and durably ([`durable`]), sorted by
+//! (task, stage, arg, role), with `status: incomplete`, the reason and the
+//! unfinished tasks when the run ended abnormally (a full disk included:
+//! what reached it is described, the rest counted).
 //!
 //! Reading side: [`manifest`] wire types, a validating reader and the
 //! viewer's exporters.
@@ -13,8 +15,10 @@
 
 mod collector;
 mod config;
+pub mod durable;
 mod error;
 pub mod export;
+mod finish;
 mod kept;
 pub mod manifest;
 mod producer;
@@ -34,4 +38,7 @@ pub use config::{DumpConfig, DumpLevel, DumpPolicy, DEFAULT_ARENA_BYTES};
 pub use error::DumpError;
 pub use export::{ARGS_FILE, KERNEL_ARGS_FILE};
 pub use producer::{DispatchView, Producer, TaskView};
-pub use record::{role_name, DispatchRecord, OrchArgRecord, Record, Stage, Subject, TensorRecord};
+pub use record::{
+    role_name, DispatchRecord, OrchArgRecord, Record, Stage, Subject, TaskState, TensorRecord,
+    UnfinishedTask,
+};

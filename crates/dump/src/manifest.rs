@@ -61,6 +61,10 @@ pub struct Manifest {
     pub before_dispatch: u64,
     /// Records at stage `after_completion`.
     pub after_completion: u64,
+    /// Records at stage `hang_snapshot` (written always; absent in older
+    /// and reference dumps).
+    #[serde(default)]
+    pub hang_snapshot: u64,
     /// Tensor records with role `input`.
     pub input_tensors: u64,
     /// Tensor records with role `output`.
@@ -76,9 +80,39 @@ pub struct Manifest {
     pub dropped_records: u64,
     /// Records whose payload was overwritten before it was written out.
     pub dropped_overwrite: u64,
+    /// Every task submitted and not completed when the run stopped (written
+    /// only when `status` is `incomplete`; empty when every task finished).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unfinished_tasks: Option<Vec<UnfinishedTaskJson>>,
     /// The records, sorted by (task_id, stage, arg_index, role).
     #[serde(alias = "args")]
     pub tensors: Vec<RecordJson>,
+}
+
+/// One entry of `unfinished_tasks`: a task the run stopped before it
+/// completed, and why it had not.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnfinishedTaskJson {
+    /// Task id, `0x%016x`.
+    pub task_id: String,
+    /// Func ids of the task's members (MIX: all).
+    pub func_id: Vec<u32>,
+    /// `running` (a kernel of it was executing), `ready` (every producer
+    /// done, waiting for a core) or `waiting` (on unfinished producers).
+    pub state: String,
+    /// Running: the cores executing it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cores: Option<Vec<u32>>,
+    /// Running: milliseconds since its longest-running kernel started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running_for_ms: Option<f64>,
+    /// Blocks whose every member finished.
+    pub blocks_done: u32,
+    /// Blocks of the task.
+    pub block_num: u32,
+    /// Waiting: the unfinished tasks it depends on, `0x%016x`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_on: Option<Vec<String>>,
 }
 
 /// One record of `tensors`.
@@ -91,7 +125,7 @@ pub struct RecordJson {
     pub func_id: Option<Vec<u32>>,
     /// `input`, `output`, `inout` (or `no_dep`).
     pub role: String,
-    /// `before_dispatch` or `after_completion`.
+    /// `before_dispatch`, `after_completion` or `hang_snapshot`.
     pub stage: String,
     /// Argument slot (scalars: tensor count + j).
     pub arg_index: u32,

@@ -94,6 +94,13 @@ impl Producer {
         self.task(task, Stage::AfterCompletion, gm);
     }
 
+    /// Record the outputs and inouts of a task that was dispatched but had
+    /// not completed when the run stopped: the bytes in GM at this moment
+    /// (a kernel still running may be writing them).
+    pub fn hang_snapshot(&mut self, task: &TaskView<'_>, gm: &Gm) {
+        self.task(task, Stage::HangSnapshot, gm);
+    }
+
     fn task(&mut self, task: &TaskView<'_>, stage: Stage, gm: &Gm) {
         let Some(level) = self.shared.cfg.level else {
             return;

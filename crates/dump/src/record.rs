@@ -9,14 +9,19 @@ pub enum Stage {
     BeforeDispatch = 0,
     /// Outputs and inouts, once per task after its last subtask finished.
     AfterCompletion = 1,
+    /// Outputs and inouts of a task dispatched but not completed when the
+    /// run stopped (timeout, signal): the bytes in GM at that moment, which
+    /// a kernel still running may have been writing (possibly torn).
+    HangSnapshot = 2,
 }
 
 impl Stage {
-    /// `before_dispatch` / `after_completion`.
+    /// `before_dispatch` / `after_completion` / `hang_snapshot`.
     pub fn name(self) -> &'static str {
         match self {
             Stage::BeforeDispatch => "before_dispatch",
             Stage::AfterCompletion => "after_completion",
+            Stage::HangSnapshot => "hang_snapshot",
         }
     }
 
@@ -26,7 +31,7 @@ impl Stage {
             Stage::BeforeDispatch => {
                 matches!(role, ArgRole::Input | ArgRole::InOut | ArgRole::NoDep)
             }
-            Stage::AfterCompletion => !matches!(role, ArgRole::Input),
+            Stage::AfterCompletion | Stage::HangSnapshot => !matches!(role, ArgRole::Input),
         }
     }
 }
@@ -149,4 +154,50 @@ pub enum Record {
     OrchArg(OrchArgRecord),
     /// A dispatch's argument array (`kernel_args_dump.json`).
     Dispatch(DispatchRecord),
+}
+
+/// A task the run stopped before it completed, as the runtime saw it at
+/// that moment (written to the manifest's `unfinished_tasks`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnfinishedTask {
+    /// Task.
+    pub task_id: TaskId,
+    /// Member func ids (MIX: all).
+    pub func_ids: Vec<u32>,
+    /// Why it had not completed.
+    pub state: TaskState,
+    /// Blocks whose every member finished.
+    pub blocks_done: u32,
+    /// Blocks of the task.
+    pub block_num: u32,
+}
+
+/// Where an unfinished task stood.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TaskState {
+    /// A kernel of it was executing.
+    Running {
+        /// Cores executing it.
+        cores: Vec<u32>,
+        /// Milliseconds since its longest-running kernel started.
+        for_ms: f64,
+    },
+    /// Every producer finished; it waited for a core (possibly queued on one).
+    Ready,
+    /// It waited for these unfinished tasks.
+    Waiting {
+        /// Producer task ids, ascending.
+        on: Vec<TaskId>,
+    },
+}
+
+impl TaskState {
+    /// `running`, `ready` or `waiting`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            TaskState::Running { .. } => "running",
+            TaskState::Ready => "ready",
+            TaskState::Waiting { .. } => "waiting",
+        }
+    }
 }

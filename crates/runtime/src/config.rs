@@ -25,6 +25,8 @@ pub struct RuntimeConfig {
     pub timeout: Option<Duration>,
     /// Dump what tasks receive and produce (`None`: off, zero cost).
     pub dump: Option<simpler_dump::DumpConfig>,
+    /// Stops runs from another thread (a signal handler); shared by clones.
+    pub cancel: crate::CancelToken,
 }
 
 impl Default for RuntimeConfig {
@@ -38,6 +40,7 @@ impl Default for RuntimeConfig {
             core_queue_depth: 4,
             timeout: None,
             dump: None,
+            cancel: crate::CancelToken::new(),
         }
     }
 }

@@ -66,9 +66,17 @@ pub enum RuntimeError {
         /// What went wrong.
         msg: String,
     },
-    /// The run exceeded its time limit.
-    #[error("run timed out after {0} s")]
+    /// The run exceeded its time limit (seconds as configured).
+    #[error("timeout after {0} s")]
     Timeout(f64),
+    /// The run was stopped from outside through its [`crate::CancelToken`]
+    /// (the CLI's reason: `interrupted by SIGINT`).
+    #[error("{0}")]
+    Cancelled(String),
+    /// Writing the dump's payload failed (the OS message: `No space left
+    /// on device`); what reached the disk is described as incomplete.
+    #[error("write failed: {0}")]
+    DumpWrite(String),
     /// The run was stopped by an earlier error; this submission was not accepted.
     #[error("run aborted: {0}")]
     Aborted(String),

@@ -39,16 +39,19 @@
 #![deny(missing_docs)]
 
 mod args;
+mod cancel;
 mod config;
 mod error;
 mod kernels;
 mod orchestrator;
 mod runtime;
 mod scheduler;
+mod snapshot;
 mod task;
 pub mod tensormap;
 
 pub use args::{ArgRole, OrchArg, OrchArgs, Scalar, TaskArgs, Tensor, TensorArg, TensorInfo};
+pub use cancel::CancelToken;
 pub use config::RuntimeConfig;
 pub use error::RuntimeError;
 pub use kernels::{KernelDef, KernelRegistry, Kernels, Shape};

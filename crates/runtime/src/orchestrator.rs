@@ -463,6 +463,17 @@ impl<'r> Orchestrator<'r> {
         self.wait_until(|| shared.outstanding.load(Ordering::Acquire) == 0)
     }
 
+    /// Every submitted task not yet complete: the rings hold them all (a
+    /// slot is reused only once its task completed).
+    pub(crate) fn live_tasks(&self) -> Vec<Arc<Task>> {
+        self.rings
+            .iter()
+            .flat_map(|r| r.slots.iter().flatten())
+            .filter(|t| !t.is_complete())
+            .cloned()
+            .collect()
+    }
+
     /// Release what every open scope holds (buffers are freed once the
     /// tasks using them are done). Used by `finish` and after a failure.
     pub(crate) fn close_all_scopes(&mut self) {

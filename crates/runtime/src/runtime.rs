@@ -6,12 +6,14 @@ use std::{
 };
 
 use crossbeam::sync::Parker;
+use parking_lot::Mutex;
 use simpler_chip::Gm;
 use simpler_core::{ChipTensor, DType};
 
 use crate::{
-    scheduler::Chip, KernelDef, KernelRegistry, OrchArg, OrchArgs, Orchestrator, RuntimeConfig,
-    RuntimeError, Tensor,
+    scheduler::{Chip, Shared},
+    KernelDef, KernelRegistry, OrchArg, OrchArgs, Orchestrator, RuntimeConfig, RuntimeError,
+    Tensor,
 };
 
 /// What a finished run reports.
@@ -49,6 +51,8 @@ pub struct Runtime {
     cfg: RuntimeConfig,
     gm: Arc<Gm>,
     registry: KernelRegistry,
+    /// What the last run's dump wrote.
+    last_dump: Mutex<Option<simpler_dump::DumpSummary>>,
 }
 
 impl Runtime {
@@ -60,12 +64,23 @@ impl Runtime {
         cfg.validate()?;
         let registry = KernelRegistry::new(kernels)?;
         let gm = Arc::new(Gm::new(cfg.gm_bytes)?);
-        Ok(Runtime { cfg, gm, registry })
+        Ok(Runtime {
+            cfg,
+            gm,
+            registry,
+            last_dump: Mutex::new(None),
+        })
     }
 
     /// The configuration.
     pub fn config(&self) -> &RuntimeConfig {
         &self.cfg
+    }
+
+    /// The token that stops this runtime's runs from another thread (the
+    /// one in its configuration).
+    pub fn cancel_token(&self) -> crate::CancelToken {
+        self.cfg.cancel.clone()
     }
 
     /// The registered kernels.
@@ -160,14 +175,23 @@ impl Runtime {
     /// Run an orchestration to completion on a fresh set of core and
     /// scheduler threads.
     ///
+    /// An abnormal end still exports the dump, marked incomplete with the
+    /// reason; after a timeout or a cancel ([`crate::CancelToken`]) the
+    /// run does not wait for running kernels, lists every unfinished task
+    /// in the dump and snapshots the outputs of those dispatched. A failed
+    /// payload write (a full disk) stops the run with
+    /// [`RuntimeError::DumpWrite`]. [`Runtime::last_dump`] tells what the
+    /// dump wrote, also when the run failed.
+    ///
     /// # Errors
-    /// The first kernel error (naming task, func id and core), a timeout, or
-    /// an error returned by the orchestration.
+    /// The first kernel error (naming task, func id and core), a timeout, a
+    /// cancel, a failed dump write, or an error returned by the orchestration.
     pub fn run<F>(&self, args: &OrchArgs, orch: F) -> Result<RunReport, RuntimeError>
     where
         F: FnOnce(&mut Orchestrator<'_>, &OrchArgs) -> Result<(), RuntimeError>,
     {
         let start = Instant::now();
+        *self.last_dump.lock() = None;
         let parker = Parker::new();
         let dump = match &self.cfg.dump {
             Some(cfg) => Some(
@@ -176,7 +200,8 @@ impl Runtime {
             ),
             None => None,
         };
-        let chip = Chip::start(
+        let deadline = self.cfg.timeout.and_then(|t| start.checked_add(t));
+        let mut chip = Chip::start(
             self.gm.clone(),
             &self.cfg.arch,
             self.cfg.clusters,
@@ -184,9 +209,17 @@ impl Runtime {
             self.cfg.core_queue_depth,
             parker.unparker().clone(),
             dump.as_ref(),
+            deadline,
         )?;
         let shared = chip.shared.clone();
+        self.cfg.cancel.attach(&shared);
         if let Some(d) = &dump {
+            let s = Arc::downgrade(&shared);
+            d.on_write_failure(move |msg| {
+                if let Some(s) = s.upgrade() {
+                    s.fail(RuntimeError::DumpWrite(msg.to_string()));
+                }
+            });
             record_orch_args(d, args);
         }
         let mut o = Orchestrator::new(
@@ -197,33 +230,28 @@ impl Runtime {
             self.cfg.timeout,
         );
         let result = orch(&mut o, args).and_then(|()| o.finish());
-        let timed_out = matches!(shared.error(), Some(RuntimeError::Timeout(_)));
+        // A timeout or a cancel does not wait for running kernels.
+        let hang = matches!(
+            shared.error(),
+            Some(RuntimeError::Timeout(_) | RuntimeError::Cancelled(_))
+        );
         if result.is_err() {
             o.close_all_scopes();
             shared.fail(RuntimeError::Aborted("orchestration stopped".into()));
         }
         let peak_live = o.peak_live_tasks();
+        let live = o.live_tasks();
         drop(o);
-        chip.shutdown(timed_out);
-        // The first real error (a kernel's, a timeout) wins over the aborts it caused.
-        let error = match shared.take_error() {
-            Some(RuntimeError::Aborted(_)) | None => result.err(),
-            Some(e) => Some(e),
+        chip.stop_schedulers(hang);
+        let unfinished = match shared.forced() {
+            true => crate::snapshot::take(&shared, &live, dump.as_ref()),
+            false => Vec::new(),
         };
-        // Export what was collected, complete or not.
-        let dump = match dump {
-            None => None,
-            Some(d) => {
-                let status = match &error {
-                    None => simpler_dump::RunStatus::Complete,
-                    Some(e) => simpler_dump::RunStatus::Incomplete(e.to_string()),
-                };
-                match d.finish(status) {
-                    Ok(s) => Some(s),
-                    Err(e) => return Err(error.unwrap_or(RuntimeError::Dump(e.to_string()))),
-                }
-            }
-        };
+        drop(live);
+        chip.release();
+        self.cfg.cancel.detach();
+        let error = first_error(&shared, result);
+        let (dump, error) = self.finish_dump(dump, error, unfinished)?;
         if let Some(e) = error {
             return Err(e);
         }
@@ -236,6 +264,55 @@ impl Runtime {
             wall: start.elapsed(),
             dump,
         })
+    }
+
+    /// What the dump of the last run wrote (also when the run failed);
+    /// `None` without a dump, or when not even its manifest could be written.
+    pub fn last_dump(&self) -> Option<simpler_dump::DumpSummary> {
+        self.last_dump.lock().clone()
+    }
+
+    /// Export what was collected, complete or not. A write that failed
+    /// turns a finished run into [`RuntimeError::DumpWrite`]; a dump that
+    /// kept nothing is [`RuntimeError::Dump`], naming the run's own error.
+    #[allow(clippy::type_complexity)]
+    fn finish_dump(
+        &self,
+        dump: Option<simpler_dump::DumpSession>,
+        mut error: Option<RuntimeError>,
+        unfinished: Vec<simpler_dump::UnfinishedTask>,
+    ) -> Result<(Option<simpler_dump::DumpSummary>, Option<RuntimeError>), RuntimeError> {
+        let Some(d) = dump else {
+            return Ok((None, error));
+        };
+        let status = match &error {
+            None => simpler_dump::RunStatus::Complete,
+            Some(e) => simpler_dump::RunStatus::Incomplete(e.to_string()),
+        };
+        match d.finish(status, unfinished) {
+            Ok(s) => {
+                if let (None, Some(msg)) = (&error, &s.write_error) {
+                    error = Some(RuntimeError::DumpWrite(msg.clone()));
+                }
+                *self.last_dump.lock() = Some(s.clone());
+                Ok((Some(s), error))
+            }
+            Err(e) => Err(match error {
+                None | Some(RuntimeError::DumpWrite(_)) => RuntimeError::Dump(e.to_string()),
+                Some(first) => RuntimeError::Dump(format!("{e} (the run had ended: {first})")),
+            }),
+        }
+    }
+}
+
+/// The error that ended the run: the first real one (a kernel's, a
+/// timeout, a cancel, a failed write) wins over the aborts it caused. A
+/// cancel that came after every task completed does not fail the run.
+fn first_error(shared: &Shared, result: Result<(), RuntimeError>) -> Option<RuntimeError> {
+    match (shared.take_error(), result) {
+        (Some(RuntimeError::Cancelled(_)), Ok(())) => None,
+        (Some(RuntimeError::Aborted(_)) | None, r) => r.err(),
+        (Some(e), _) => Some(e),
     }
 }
 

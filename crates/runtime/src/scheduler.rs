@@ -15,9 +15,15 @@
 //! finishes. Nobody spins: idle schedulers and cores block on channels.
 //!
 //! Shutdown: (1) the orchestrator sets `shutdown` and wakes every scheduler;
-//! (2) a scheduler exits once its cores have nothing in flight (immediately
-//! when forced, after a timeout); (3) exiting drops its core senders, so
-//! (4) core threads leave their receive loop and end.
+//! (2) a scheduler exits once its cores have nothing in flight — at once
+//! when the stop is forced (a timeout, a cancel, or the deadline passing
+//! while it waits): a hung kernel never returns, so nobody waits for it;
+//! (3) exiting drops its core senders, so (4) core threads leave their
+//! receive loop and end — after a forced stop they start no queued
+//! dispatch, and a hung one is left running (never joined).
+//!
+//! Each core publishes which task it runs and since when ([`CoreSlot`]),
+//! so a stopped run can say what was running where (`crate::snapshot`).
 
 use std::{
     panic::AssertUnwindSafe,
@@ -26,6 +32,7 @@ use std::{
         Arc,
     },
     thread::JoinHandle,
+    time::{Duration, Instant},
 };
 
 use crossbeam::{
@@ -40,7 +47,7 @@ use simpler_core::{
         payload, GlobalContext, LocalContext, ARG_SLOTS, GLOBAL_CONTEXT_SLOT, LOCAL_CONTEXT_SLOT,
     },
     topology::{core_id, Subtask},
-    ChipTensor,
+    ChipTensor, TaskId,
 };
 use simpler_isa::{Args, Core};
 
@@ -98,6 +105,41 @@ pub(crate) struct Counters {
     pub marked: AtomicU64,
 }
 
+/// What one core is executing: written by its thread around each kernel,
+/// read when a stopped run takes its snapshot.
+pub(crate) struct CoreSlot {
+    /// The running task's id, [`TaskId::NONE`] when idle.
+    task: AtomicU64,
+    /// When its kernel started, in ns since the run's epoch.
+    since_ns: AtomicU64,
+}
+
+impl Default for CoreSlot {
+    fn default() -> Self {
+        CoreSlot {
+            task: AtomicU64::new(TaskId::NONE.0),
+            since_ns: AtomicU64::new(0),
+        }
+    }
+}
+
+impl CoreSlot {
+    fn start(&self, task: TaskId, at: Duration) {
+        self.since_ns.store(at.as_nanos() as u64, Ordering::Relaxed);
+        self.task.store(task.0, Ordering::Release);
+    }
+
+    fn clear(&self) {
+        self.task.store(TaskId::NONE.0, Ordering::Release);
+    }
+
+    /// The task it runs and since when (ns since the epoch), if any.
+    pub fn running(&self) -> Option<(TaskId, u64)> {
+        let t = self.task.load(Ordering::Acquire);
+        (t != TaskId::NONE.0).then(|| (TaskId(t), self.since_ns.load(Ordering::Relaxed)))
+    }
+}
+
 /// State shared by the orchestrator, schedulers and cores.
 pub(crate) struct Shared {
     pub gm: Arc<Gm>,
@@ -114,9 +156,46 @@ pub(crate) struct Shared {
     pub counters: Counters,
     /// Next dispatch id (unique, increasing per run).
     dispatch_seq: AtomicU64,
+    /// Per core id: what it runs.
+    pub cores: Box<[CoreSlot]>,
+    /// Start of the run, the zero of [`CoreSlot`] times.
+    pub epoch: Instant,
+    /// When the run's time limit passes, if it has one.
+    deadline: Option<Instant>,
 }
 
 impl Shared {
+    /// Stop the run from outside: record `reason` (unless an error came
+    /// first) and stop without waiting for running kernels.
+    pub fn cancel(&self, reason: String) {
+        self.fail(RuntimeError::Cancelled(reason));
+        self.force_stop();
+    }
+
+    /// Stop without waiting for running kernels (they may never return).
+    pub fn force_stop(&self) {
+        self.force.store(true, Ordering::Release);
+        self.abort.store(true, Ordering::Release);
+        self.orch.unpark();
+        self.wake_all();
+    }
+
+    /// True once the stop is forced.
+    pub fn forced(&self) -> bool {
+        self.force.load(Ordering::Acquire)
+    }
+
+    /// Every scheduler's finished dispatches not yet processed.
+    pub fn take_completions(&self) -> Vec<Completion> {
+        let mut v = Vec::new();
+        for s in &self.scheds {
+            while let Some(c) = s.done.pop() {
+                v.push(c);
+            }
+        }
+        v
+    }
+
     pub fn aborted(&self) -> bool {
         self.abort.load(Ordering::Acquire)
     }
@@ -187,10 +266,11 @@ struct Dispatch {
 }
 
 /// A finished dispatch on its way back.
-struct Completion {
+pub(crate) struct Completion {
     core: usize,
-    task: Arc<Task>,
-    result: Result<(), RuntimeError>,
+    pub task: Arc<Task>,
+    pub block: u32,
+    pub result: Result<(), RuntimeError>,
 }
 
 struct CoreLink {
@@ -248,10 +328,29 @@ impl Worker {
             sig.sleeping.store(true, Ordering::Relaxed);
             fence(Ordering::SeqCst);
             let work = !sig.done.is_empty() || (!self.shared.aborted() && self.has_work());
-            if !work && !self.shared.shutdown.load(Ordering::Acquire) {
-                let _ = self.wake_rx.recv();
+            if !work {
+                self.sleep();
             }
             sig.sleeping.store(false, Ordering::Relaxed);
+        }
+    }
+
+    /// Block until woken. While shutting down (waiting for running kernels)
+    /// the run's deadline still holds: past it, the stop is forced.
+    fn sleep(&self) {
+        if !self.shared.shutdown.load(Ordering::Acquire) {
+            let _ = self.wake_rx.recv();
+            return;
+        }
+        match self.shared.deadline {
+            Some(d) => {
+                if self.wake_rx.recv_deadline(d).is_err() {
+                    self.shared.force_stop();
+                }
+            }
+            None => {
+                let _ = self.wake_rx.recv();
+            }
         }
     }
 
@@ -426,6 +525,7 @@ impl Worker {
 
     /// After the members of `item`'s block were sent: queue the next block.
     fn next_block(&self, item: ReadyItem) {
+        item.task.mark_sent(item.block);
         if item.block + 1 < item.task.block_num {
             self.shared.push_block(item.task, item.block + 1);
         }
@@ -433,13 +533,18 @@ impl Worker {
 
     fn on_done(&mut self, c: Completion) {
         self.cores[c.core].inflight -= 1;
-        if let Err(e) = c.result {
-            c.task.mark_failed();
-            self.shared.fail(e);
-        }
-        if c.task.finish_subtask() {
-            finalize(&self.shared, &c.task, self.producer.as_mut());
-        }
+        settle(&self.shared, c, self.producer.as_mut());
+    }
+}
+
+/// Account one finished dispatch; finalize its task when it was the last.
+pub(crate) fn settle(shared: &Shared, c: Completion, producer: Option<&mut simpler_dump::Producer>) {
+    if let Err(e) = c.result {
+        c.task.mark_failed();
+        shared.fail(e);
+    }
+    if c.task.finish_subtask(c.block) {
+        finalize(shared, &c.task, producer);
     }
 }
 
@@ -486,10 +591,17 @@ struct CoreCtx {
 
 fn core_main(mut core: Core, ctx: CoreCtx, rx: Receiver<Dispatch>) {
     let gm = ctx.shared.gm.clone();
+    let slot = &ctx.shared.cores[core.id() as usize];
     while let Ok(d) = rx.recv() {
+        if ctx.shared.forced() {
+            // The run stopped: queued dispatches never start.
+            continue;
+        }
         core.reset();
+        slot.start(d.task.id, ctx.shared.epoch.elapsed());
         let args = Args::new(&gm, d.payload);
         let r = std::panic::catch_unwind(AssertUnwindSafe(|| (d.member.func)(&mut core, &args)));
+        slot.clear();
         let msg = match r {
             Ok(Ok(())) => None,
             Ok(Err(e)) => Some(e.to_string()),
@@ -517,6 +629,7 @@ fn core_main(mut core: Core, ctx: CoreCtx, rx: Receiver<Dispatch>) {
         sig.done.push(Completion {
             core: ctx.idx,
             task: d.task,
+            block: d.block,
             result,
         });
         if urgent {
@@ -535,6 +648,7 @@ pub(crate) struct Chip {
 
 impl Chip {
     /// Start `sched_threads` schedulers and `3 · clusters` cores.
+    #[allow(clippy::too_many_arguments)]
     pub fn start(
         gm: Arc<Gm>,
         arch: &ArchProfile,
@@ -543,6 +657,7 @@ impl Chip {
         depth: u32,
         orch: Unparker,
         dump: Option<&simpler_dump::DumpSession>,
+        deadline: Option<Instant>,
     ) -> Result<Chip, RuntimeError> {
         let n_cores = (3 * clusters) as usize;
         let payload_base = gm.alloc(payload::BYTES * n_cores as u64 * u64::from(depth))?;
@@ -572,6 +687,9 @@ impl Chip {
             force: AtomicBool::new(false),
             counters: Counters::default(),
             dispatch_seq: AtomicU64::new(0),
+            cores: (0..n_cores).map(|_| CoreSlot::default()).collect(),
+            epoch: Instant::now(),
+            deadline,
         });
         let mut core_threads = Vec::new();
         let mut sched_threads_h = Vec::new();
@@ -641,16 +759,25 @@ impl Chip {
         })
     }
 
-    /// Stop every thread. With `force`, do not wait for running kernels
-    /// (their threads are left to finish on their own).
-    pub fn shutdown(self, force: bool) {
-        self.shared.force.store(force, Ordering::Release);
+    /// Stop the schedulers: after every dispatch in flight finished, or at
+    /// once when the stop is forced (`force`, or forced meanwhile by a
+    /// cancel or the deadline). No scheduler runs when this returns.
+    pub fn stop_schedulers(&mut self, force: bool) {
+        if force {
+            self.shared.force_stop();
+        }
         self.shared.shutdown.store(true, Ordering::Release);
         self.shared.wake_all();
-        for h in self.scheds {
+        for h in self.scheds.drain(..) {
             let _ = h.join();
         }
-        if !force {
+    }
+
+    /// Let the core threads end. After a forced stop they are not waited
+    /// for (a hung kernel never returns) and their payload areas stay
+    /// allocated (a kernel may still read them).
+    pub fn release(self) {
+        if !self.shared.forced() {
             for h in self.cores {
                 let _ = h.join();
             }

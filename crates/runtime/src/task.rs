@@ -1,7 +1,7 @@
 //! A submitted task and the GM buffers it keeps alive.
 
 use std::sync::{
-    atomic::{AtomicBool, AtomicU32, Ordering},
+    atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering},
     Arc,
 };
 
@@ -99,6 +99,12 @@ pub(crate) struct Task {
     fanin: AtomicU32,
     /// Subtasks (blocks × members) not yet finished.
     remaining: AtomicU32,
+    /// Blocks handed to cores so far (> 0: its inputs were recorded).
+    blocks_sent: AtomicU32,
+    /// Blocks whose every member finished.
+    blocks_done: AtomicU32,
+    /// MIX only: members finished, per block (empty for one member).
+    members_done: Box<[AtomicU8]>,
     complete: AtomicBool,
     /// A subtask's kernel failed: its outputs are not results.
     failed: AtomicBool,
@@ -121,6 +127,10 @@ impl Task {
         for (f, m) in func_ids.iter_mut().zip(members.as_slice()) {
             *f = m.func_id;
         }
+        let members_done = match members.as_slice().len() {
+            1 => Box::default(),
+            _ => (0..block_num).map(|_| AtomicU8::new(0)).collect(),
+        };
         Task {
             func_ids,
             id,
@@ -132,6 +142,9 @@ impl Task {
             buffers,
             fanin: AtomicU32::new(1),
             remaining: AtomicU32::new(subtasks),
+            blocks_sent: AtomicU32::new(0),
+            blocks_done: AtomicU32::new(0),
+            members_done,
             complete: AtomicBool::new(false),
             failed: AtomicBool::new(false),
             deps: Mutex::new(DepState::default()),
@@ -142,7 +155,7 @@ impl Task {
     pub fn dump_view(&self) -> simpler_dump::TaskView<'_> {
         simpler_dump::TaskView {
             task_id: self.id,
-            func_ids: &self.func_ids[..self.members.as_slice().len()],
+            func_ids: self.func_ids(),
             tensors: &self.tensors,
             scalars: &self.scalars,
         }
@@ -188,9 +201,48 @@ impl Task {
         self.remaining.load(Ordering::Acquire)
     }
 
-    /// One subtask finished; true when it was the last.
-    pub fn finish_subtask(&self) -> bool {
+    /// One subtask of `block` finished; true when it was the task's last.
+    pub fn finish_subtask(&self, block: u32) -> bool {
+        let whole_block = match self.members_done.get(block as usize) {
+            None => true,
+            Some(m) => {
+                usize::from(m.fetch_add(1, Ordering::AcqRel)) + 1 == self.members.as_slice().len()
+            }
+        };
+        if whole_block {
+            self.blocks_done.fetch_add(1, Ordering::Relaxed);
+        }
         self.remaining.fetch_sub(1, Ordering::AcqRel) == 1
+    }
+
+    /// Blocks `0..=block` were handed to cores.
+    pub fn mark_sent(&self, block: u32) {
+        self.blocks_sent.fetch_max(block + 1, Ordering::Relaxed);
+    }
+
+    /// True once block 0 was handed to a core (its inputs were recorded).
+    pub fn dispatched(&self) -> bool {
+        self.blocks_sent.load(Ordering::Relaxed) > 0
+    }
+
+    /// Blocks whose every member finished.
+    pub fn blocks_done(&self) -> u32 {
+        self.blocks_done.load(Ordering::Relaxed)
+    }
+
+    /// Member func ids.
+    pub fn func_ids(&self) -> &[u32] {
+        &self.func_ids[..self.members.as_slice().len()]
+    }
+
+    /// True while some dependency has not released it (or it is being wired).
+    pub fn waiting(&self) -> bool {
+        self.fanin.load(Ordering::Acquire) > 0
+    }
+
+    /// The incomplete tasks that wait for this one.
+    pub fn dependent_ids(&self) -> Vec<TaskId> {
+        self.deps.lock().dependents.iter().map(|d| d.id).collect()
     }
 
     /// True when some later task waits for this one (completion is urgent).

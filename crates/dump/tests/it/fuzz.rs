@@ -163,6 +163,7 @@ prop_compose! {
             total_tensors: maybe(records.len() as u64),
             before_dispatch: n(&|r| r.stage == "before_dispatch"),
             after_completion: n(&|r| r.stage == "after_completion"),
+            hang_snapshot: 0,
             input_tensors: t("input"),
             output_tensors: t("output") + t("output_existing"),
             inout_tensors: t("inout"),
@@ -171,6 +172,7 @@ prop_compose! {
             dropped_records: junk % 3,
             // (loss counters are not checked against the records)
             dropped_overwrite: 0,
+            unfinished_tasks: None,
             tensors: records,
         }
     }

@@ -120,6 +120,7 @@ pub fn build(records: Vec<(RecordJson, Vec<u8>)>) -> (Manifest, Vec<u8>) {
         total_tensors: list.len() as u64,
         before_dispatch: count(&|r| r.stage == "before_dispatch"),
         after_completion: count(&|r| r.stage == "after_completion"),
+        hang_snapshot: 0,
         input_tensors: tensor_role("input"),
         output_tensors: tensor_role("output"),
         inout_tensors: tensor_role("inout"),
@@ -127,6 +128,7 @@ pub fn build(records: Vec<(RecordJson, Vec<u8>)>) -> (Manifest, Vec<u8>) {
         truncated_tensors: count(&|r| r.truncated),
         dropped_records: 0,
         dropped_overwrite: 0,
+        unfinished_tasks: None,
         tensors: list,
     };
     (m, bin)

@@ -1,0 +1,306 @@
+//! The end of a run's dump: write the files in order, make room on a full
+//! disk, or remove everything the dump created.
+//!
+//! Order: `args_dump.json`, `kernel_args_dump.json`, then the `.bin` is
+//! fsynced and renamed into place and `tensor_dump.json` last — so its
+//! `status` accounts for every other file, and a reader never finds a
+//! manifest whose payload file is missing. Every file goes through the
+//! durable writer ([`crate::durable`]).
+//!
+//! A full disk (ENOSPC, EDQUOT), while the run streamed payload or here:
+//! the manifest is worth more than the newest payload. The `.bin` is cut to
+//! a fraction of its length (freeing that space), the records whose
+//! payload lay beyond are dropped (counted in `dropped_records`), and the
+//! files not yet written are tried again — ½, ¼, 1/16 of the payload, then
+//! none. The manifest then says `incomplete`, with the reason `write
+//! failed: No space left on device`. Any other error, or a manifest that
+//! does not fit even without payload: every file and folder the dump
+//! created is removed, and the error says so.
+
+use std::{
+    io,
+    path::{Path, PathBuf},
+};
+
+use crate::{
+    collector::{remove_dirs, Collected, DumpSummary, RunStatus, JSON_FILE},
+    durable::{self, is_disk_full, os_message, TempFile},
+    export::{write_args_dump, write_kernel_args_dump, write_manifest, ManifestEnd},
+    record::UnfinishedTask,
+    DumpConfig, DumpError,
+};
+
+/// Records the drop policy discarded, by file.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Losses {
+    pub tensors: u64,
+    pub args: u64,
+    pub dispatches: u64,
+}
+
+/// How the run ended, and what the session knows about its files.
+pub(crate) struct Ending {
+    pub status: RunStatus,
+    pub unfinished: Vec<UnfinishedTask>,
+    pub losses: Losses,
+    /// Folders the session created, outermost first.
+    pub created_dirs: Vec<PathBuf>,
+    /// Final name of the `.bin`.
+    pub bin_path: PathBuf,
+}
+
+/// Shares of the written payload kept by successive attempts.
+const KEEP: [(u64, u64); 5] = [(1, 1), (1, 2), (1, 4), (1, 16), (0, 1)];
+
+/// Files written so far and the first write that failed.
+struct Progress {
+    args: Option<PathBuf>,
+    kernel_args: Option<PathBuf>,
+    /// Files given up on, with the OS message.
+    not_written: Vec<(PathBuf, String)>,
+    /// The first failure: the OS message (for the manifest's reason).
+    failure: Option<String>,
+    /// Records dropped to make room.
+    cut: u64,
+}
+
+impl Progress {
+    fn failed(&mut self, e: &io::Error) {
+        self.failure.get_or_insert_with(|| os_message(e));
+    }
+}
+
+/// A write error: the file it happened on and the OS error.
+struct Failed(PathBuf, io::Error);
+
+impl From<DumpError> for Failed {
+    fn from(e: DumpError) -> Failed {
+        match e {
+            DumpError::Io { path, source } => Failed(path.into(), source),
+            other => Failed(PathBuf::new(), io::Error::other(other.to_string())),
+        }
+    }
+}
+
+/// Write every file of the dump (see the module doc).
+pub(crate) fn export(
+    cfg: &DumpConfig,
+    end: Ending,
+    mut c: Collected,
+) -> Result<DumpSummary, DumpError> {
+    let mut p = Progress {
+        args: None,
+        kernel_args: None,
+        not_written: Vec::new(),
+        failure: c.bin_error.as_ref().map(os_message),
+        cut: 0,
+    };
+    // A full disk while streaming: start by giving back half the payload.
+    let first = match &c.bin_error {
+        Some(e) if is_disk_full(e) => 1,
+        _ => 0,
+    };
+    let manifest = match cfg.level {
+        Some(_) => Some(TempFile::create(&cfg.dir.join(JSON_FILE)).map_err(|e| {
+            Failed(durable::temp_path(&cfg.dir.join(JSON_FILE)), e)
+        })),
+        None => None,
+    };
+    let result = match manifest {
+        Some(Err(f)) => Err(f),
+        Some(Ok(m)) => attempts(cfg, &end, &mut c, &mut p, m, first),
+        None => write_side_files(cfg, &end, &mut c, &mut p),
+    };
+    if let Err(Failed(path, e)) = result {
+        remove_everything(&mut c, &p, &end.created_dirs);
+        return Err(DumpError::NothingKept {
+            path: path.display().to_string(),
+            source: e,
+        });
+    }
+    for d in &end.created_dirs {
+        durable::keep_dir(d);
+        // The folder's own entry in its parent.
+        let _ = durable::sync_dir(d.parent().unwrap_or(Path::new("")));
+    }
+    Ok(summary(cfg, &end, &c, p))
+}
+
+/// Try the pending files with less and less payload until the manifest
+/// fits; the error of the last attempt when it never does.
+fn attempts(
+    cfg: &DumpConfig,
+    end: &Ending,
+    c: &mut Collected,
+    p: &mut Progress,
+    manifest: TempFile,
+    first: usize,
+) -> Result<(), Failed> {
+    let full = c.bin_bytes;
+    let mut manifest = Some(manifest);
+    for (i, &(num, den)) in KEEP.iter().enumerate().skip(first) {
+        if i > 0 {
+            cut(c, p, full * num / den)?;
+        }
+        write_side_files(cfg, end, c, p)?;
+        let m = manifest.as_ref().expect("present until persisted");
+        match write_tensor_manifest(cfg, end, c, p, m) {
+            Ok(()) => return place(c, manifest.take().expect("present"), &cfg.dir),
+            Err(Failed(_, e)) if is_disk_full(&e) && i + 1 < KEEP.len() => p.failed(&e),
+            Err(f) => return Err(f),
+        }
+    }
+    unreachable!("the last attempt returns")
+}
+
+/// Drop the records whose payload lies beyond `len` and shorten the `.bin`.
+fn cut(c: &mut Collected, p: &mut Progress, len: u64) -> Result<(), Failed> {
+    let before = c.kept.len();
+    c.kept.retain(|k| k.payload_within(len));
+    p.cut += (before - c.kept.len()) as u64;
+    c.bin_bytes = c.bin_bytes.min(len);
+    if let Some(bin) = &c.bin {
+        bin.file()
+            .set_len(c.bin_bytes)
+            .map_err(|e| Failed(bin.path().to_path_buf(), e))?;
+    }
+    Ok(())
+}
+
+/// `args_dump.json` and `kernel_args_dump.json` when asked for and not yet
+/// written. A full disk gives a file up (noted); other errors are fatal.
+fn write_side_files(
+    cfg: &DumpConfig,
+    end: &Ending,
+    c: &mut Collected,
+    p: &mut Progress,
+) -> Result<(), Failed> {
+    let given_up = |p: &Progress, name: &str| p.not_written.iter().any(|(f, _)| f.ends_with(name));
+    if cfg.args && p.args.is_none() && !given_up(p, crate::ARGS_FILE) {
+        match write_args_dump(cfg, &c.orch, end.losses.args) {
+            Ok(path) => p.args = Some(path),
+            Err(e) => side_failure(p, cfg.dir.join(crate::ARGS_FILE), e.into())?,
+        }
+    }
+    if cfg.kernel_args && p.kernel_args.is_none() && !given_up(p, crate::KERNEL_ARGS_FILE) {
+        match write_kernel_args_dump(cfg, c, end.losses.dispatches) {
+            Ok(path) => p.kernel_args = Some(path),
+            Err(e) => side_failure(p, cfg.dir.join(crate::KERNEL_ARGS_FILE), e.into())?,
+        }
+    }
+    Ok(())
+}
+
+fn side_failure(p: &mut Progress, file: PathBuf, f: Failed) -> Result<(), Failed> {
+    if !is_disk_full(&f.1) {
+        return Err(f);
+    }
+    p.failed(&f.1);
+    p.not_written.push((file, format!("write failed: {}", os_message(&f.1))));
+    Ok(())
+}
+
+/// The status the manifest carries: the run's, or the first failed write.
+fn status(end: &Ending, p: &Progress) -> RunStatus {
+    match (&end.status, &p.failure) {
+        (RunStatus::Incomplete(r), _) => RunStatus::Incomplete(r.clone()),
+        (RunStatus::Complete, Some(msg)) => RunStatus::Incomplete(format!("write failed: {msg}")),
+        (RunStatus::Complete, None) => RunStatus::Complete,
+    }
+}
+
+fn write_tensor_manifest(
+    cfg: &DumpConfig,
+    end: &Ending,
+    c: &Collected,
+    p: &Progress,
+    m: &TempFile,
+) -> Result<(), Failed> {
+    let status = status(end, p);
+    let dropped = end.losses.tensors + c.lost + p.cut;
+    write_manifest(
+        cfg,
+        m.file(),
+        c,
+        &ManifestEnd {
+            status: &status,
+            unfinished: &end.unfinished,
+            dropped,
+        },
+    )
+    .map_err(|e| Failed(m.path().to_path_buf(), e))
+}
+
+/// The `.bin` then the manifest into place, both fsynced, then the folder.
+fn place(c: &mut Collected, manifest: TempFile, dir: &Path) -> Result<(), Failed> {
+    let bin = match c.bin.take() {
+        Some(b) => {
+            let at = b.path().to_path_buf();
+            Some(
+                b.rename_into_place(&dir.join(crate::BIN_FILE))
+                    .map_err(|e| Failed(at, e))?,
+            )
+        }
+        None => None,
+    };
+    let at = manifest.path().to_path_buf();
+    manifest
+        .persist(&dir.join(JSON_FILE))
+        .map_err(|e| Failed(at, e))?;
+    if let Some(b) = bin {
+        b.keep().map_err(|e| Failed(dir.to_path_buf(), e))?;
+    }
+    Ok(())
+}
+
+/// Nothing could be described: remove every file and folder of the dump.
+fn remove_everything(c: &mut Collected, p: &Progress, dirs: &[PathBuf]) {
+    c.bin.take();
+    for f in p.args.iter().chain(&p.kernel_args) {
+        let _ = std::fs::remove_file(f);
+    }
+    remove_dirs(dirs);
+}
+
+fn summary(cfg: &DumpConfig, end: &Ending, c: &Collected, p: Progress) -> DumpSummary {
+    let status = status(end, &p);
+    let truncated = c.kept.iter().filter(|k| k.truncated()).count() as u64;
+    let hang = c
+        .kept
+        .iter()
+        .filter(|k| k.stage() == crate::Stage::HangSnapshot)
+        .count() as u64;
+    let l = end.losses;
+    let dropped = l.tensors + c.lost + p.cut;
+    if l.tensors + truncated + l.args + l.dispatches > 0 {
+        eprintln!(
+            "warning: dump lost data ({} policy): {} tensor records dropped, {truncated} truncated, {} dispatches and {} orchestration args dropped; see {}",
+            cfg.policy,
+            l.tensors,
+            l.dispatches,
+            l.args,
+            cfg.dir.display()
+        );
+    }
+    DumpSummary {
+        json_path: cfg.level.map(|_| cfg.dir.join(JSON_FILE)),
+        args_path: p.args,
+        kernel_args_path: p.kernel_args,
+        dispatches: c.dispatches.len() as u64,
+        bin_path: end.bin_path.clone(),
+        records: c.kept.len() as u64,
+        hang_snapshots: hang,
+        unfinished_tasks: match status {
+            RunStatus::Incomplete(_) => end.unfinished.len() as u64,
+            RunStatus::Complete => 0,
+        },
+        bin_bytes: c.bin_bytes,
+        dropped_records: dropped,
+        truncated,
+        dropped_dispatches: l.dispatches,
+        dropped_args: l.args,
+        write_error: p.failure,
+        not_written: p.not_written,
+        status,
+    }
+}
