@@ -44,6 +44,9 @@ pub enum Stage {
     BeforeDispatch,
     /// After the task completed: outputs and inouts.
     AfterCompletion,
+    /// The run stopped while the task was in flight: outputs and inouts as
+    /// they were in GM at that moment.
+    HangSnapshot,
 }
 
 impl Stage {
@@ -52,6 +55,7 @@ impl Stage {
         match self {
             Stage::BeforeDispatch => "before_dispatch",
             Stage::AfterCompletion => "after_completion",
+            Stage::HangSnapshot => "hang_snapshot",
         }
     }
 
@@ -60,6 +64,7 @@ impl Stage {
         match s.trim().to_ascii_lowercase().as_str() {
             "before_dispatch" | "before" => Some(Stage::BeforeDispatch),
             "after_completion" | "after" => Some(Stage::AfterCompletion),
+            "hang_snapshot" => Some(Stage::HangSnapshot),
             _ => None,
         }
     }
@@ -874,6 +879,11 @@ const HEADER_FIELDS: &[(&str, FieldCheck)] = &[
     ("total_tensors", is::<u64>),
     ("before_dispatch", is::<u64>),
     ("after_completion", is::<u64>),
+    ("hang_snapshot", is::<u64>),
+    (
+        "unfinished_tasks",
+        is::<Option<Vec<crate::manifest::UnfinishedTaskJson>>>,
+    ),
     ("input_tensors", is::<u64>),
     ("output_tensors", is::<u64>),
     ("inout_tensors", is::<u64>),
@@ -1021,7 +1031,7 @@ fn validate_record(
         err(
             "stage",
             format!(
-                "unknown stage {:?}: expected before_dispatch or after_completion",
+                "unknown stage {:?}: expected before_dispatch, after_completion or hang_snapshot",
                 r.stage
             ),
         )
@@ -1216,6 +1226,10 @@ fn check_counters(path: &Path, h: &Manifest, records: &[Record]) -> Result<(), R
             after,
             " at that stage",
         );
+    }
+    let hang = count(&|r| r.stage == Stage::HangSnapshot);
+    if h.hang_snapshot != hang {
+        return fail("hang_snapshot", h.hang_snapshot, hang, " at that stage");
     }
     // Our writer counts tensor records per role; the reference runtime also
     // counts scalar records (always role input) in `input_tensors`. Accept
