@@ -58,12 +58,29 @@ pub struct ChipArgs {
     /// Scheduler threads.
     #[arg(long, default_value_t = 3)]
     pub sched_threads: u32,
-    /// Global memory to reserve, in MiB.
-    #[arg(long, default_value_t = 4096)]
+    /// Global memory to reserve, in MiB (1 to 1048576, i.e. 1 TiB).
+    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..=MAX_GM_MIB))]
     pub gm_mib: u64,
-    /// Abort the run after this many seconds.
-    #[arg(long)]
+    /// Stop the run after this many seconds (more than 0, at most 1e9);
+    /// its dump is kept, marked incomplete, with the hang snapshot.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_timeout)]
     pub timeout: Option<f64>,
+}
+
+/// Largest `--gm-mib`: 1 TiB.
+pub const MAX_GM_MIB: u64 = 1 << 20;
+/// Largest `--timeout`, in seconds (about 31 years).
+pub const MAX_TIMEOUT_S: f64 = 1e9;
+/// Largest `--dump-arena-kib`: 1 GiB per producer buffer.
+pub const MAX_ARENA_KIB: u64 = 1 << 20;
+
+/// `--timeout`: positive, finite seconds up to [`MAX_TIMEOUT_S`].
+fn parse_timeout(s: &str) -> Result<f64, String> {
+    let expected = "expected seconds in (0, 1e9]";
+    match s.trim().parse::<f64>() {
+        Ok(t) if t > 0.0 && t <= MAX_TIMEOUT_S => Ok(t),
+        _ => Err(expected.into()),
+    }
 }
 
 impl ChipArgs {
@@ -78,11 +95,11 @@ impl ChipArgs {
         };
         let timeout = match self.timeout {
             None => None,
-            Some(t) if t > 0.0 && t.is_finite() => Some(Duration::from_secs_f64(t)),
-            Some(t) => bail!("--timeout {t}: expected a positive number of seconds"),
+            Some(t) if t > 0.0 && t <= MAX_TIMEOUT_S => Some(Duration::from_secs_f64(t)),
+            Some(t) => bail!("--timeout {t}: expected seconds in (0, 1e9]"),
         };
-        if self.gm_mib == 0 {
-            bail!("--gm-mib 0: expected a positive size in MiB");
+        if !(1..=MAX_GM_MIB).contains(&self.gm_mib) {
+            bail!("--gm-mib {}: expected MiB in 1..={MAX_GM_MIB}", self.gm_mib);
         }
         Ok(RuntimeConfig {
             arch,
@@ -90,6 +107,7 @@ impl ChipArgs {
             sched_threads: self.sched_threads,
             gm_bytes: self.gm_mib << 20,
             timeout,
+            cancel: crate::signals::token(),
             ..Default::default()
         })
     }
@@ -136,11 +154,18 @@ pub struct DumpArgs {
     /// (loses nothing), `drop` never waits and counts every loss.
     #[arg(long, default_value = "block", value_name = "POLICY")]
     pub dump_policy: String,
-    /// Payload buffer per scheduler thread, in KiB (bounds dump memory).
-    #[arg(long, default_value_t = simpler_dump::DEFAULT_ARENA_BYTES >> 10, value_name = "KIB")]
-    pub dump_arena_kib: usize,
-    /// Run directory (default `outputs/<workload>_<case>_<YYYYmmdd_HHMMSS>/`);
-    /// an existing directory is never overwritten.
+    /// Payload buffer per scheduler thread, in KiB (bounds dump memory;
+    /// 1 to 1048576).
+    #[arg(
+        long,
+        default_value_t = (simpler_dump::DEFAULT_ARENA_BYTES >> 10) as u64,
+        value_name = "KIB",
+        value_parser = clap::value_parser!(u64).range(1..=MAX_ARENA_KIB)
+    )]
+    pub dump_arena_kib: u64,
+    /// Run directory (default `outputs/<workload>_<case>_<YYYYmmdd_HHMMSS>/`),
+    /// created atomically: an existing one is never overwritten, and two
+    /// runs never share one.
     #[arg(long, value_name = "DIR")]
     pub output: Option<std::path::PathBuf>,
 }

@@ -3,23 +3,66 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use simpler_dump::{DumpConfig, DumpLevel, DumpPolicy, DumpSummary, JSON_FILE};
-use simpler_runtime::RuntimeConfig;
+use simpler_dump::{DumpConfig, DumpLevel, DumpPolicy, DumpSummary, RunStatus};
+use simpler_runtime::{Runtime, RuntimeConfig};
 
 use crate::cli::DumpArgs;
 
 /// Folder inside the run directory that holds the dumps.
 pub const DUMP_DIR: &str = "tensor_dump";
 
+/// The run directory of a dumping run. Created atomically and registered
+/// as unfinished (a second signal removes it if empty); kept once it holds
+/// a file, removed when the run wrote nothing — also on an early error,
+/// when this guard is dropped.
+#[derive(Debug)]
+pub struct RunDir {
+    path: PathBuf,
+    settled: bool,
+}
+
+impl RunDir {
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Keep the directory if anything was written into it, else remove it.
+    /// Returns true when it was kept.
+    pub fn settle(mut self) -> bool {
+        self.settled = true;
+        settle(&self.path)
+    }
+}
+
+fn settle(path: &Path) -> bool {
+    let has_files = std::fs::read_dir(path).is_ok_and(|mut d| d.next().is_some());
+    if has_files {
+        simpler_dump::durable::keep_dir(path);
+    } else {
+        simpler_dump::durable::remove_dir_if_empty(path);
+    }
+    has_files
+}
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        if !self.settled {
+            settle(&self.path);
+        }
+    }
+}
+
 /// Validate the flags; when a dump is asked for, create a fresh run
-/// directory and put the dump configuration into `cfg`. Returns the run
-/// directory.
+/// directory (`--output`, or a new one under `root`) and put the dump
+/// configuration into `cfg`. Returns the run directory.
 pub fn configure(
     a: &DumpArgs,
     cfg: &mut RuntimeConfig,
     workload: &str,
     case: &str,
-) -> Result<Option<PathBuf>> {
+    root: &Path,
+) -> Result<Option<RunDir>> {
     let level = match a.dump_tensor {
         None if a.dump_all => Some(DumpLevel::All),
         None => None,
@@ -28,41 +71,73 @@ pub fn configure(
     let args = a.dump_args || a.dump_all;
     let kernel_args = a.dump_kernel_args || a.dump_all;
     let policy: DumpPolicy = a.dump_policy.parse().map_err(anyhow::Error::msg)?;
-    if a.dump_arena_kib == 0 {
-        bail!("--dump-arena-kib 0: expected a positive size in KiB");
+    if !(1..=crate::cli::MAX_ARENA_KIB).contains(&a.dump_arena_kib) {
+        bail!(
+            "--dump-arena-kib {}: expected KiB in 1..={}",
+            a.dump_arena_kib,
+            crate::cli::MAX_ARENA_KIB
+        );
     }
     if level.is_none() && !args && !kernel_args {
         return Ok(None);
     }
     let run_dir = match &a.output {
-        Some(dir) => {
-            if dir.exists() {
-                bail!(
-                    "--output {}: the directory already exists and is never overwritten; choose a new one",
-                    dir.display()
-                );
-            }
-            dir.clone()
-        }
-        None => fresh_run_dir(Path::new("outputs"), workload, case)?,
+        Some(dir) => create_output(dir)?,
+        None => fresh_run_dir(root, workload, case)?,
     };
-    std::fs::create_dir_all(&run_dir)
-        .with_context(|| format!("cannot create {}", run_dir.display()))?;
     let mut d = DumpConfig::new(run_dir.join(DUMP_DIR));
     d.level = level;
     d.policy = policy;
-    d.arena_bytes = a.dump_arena_kib << 10;
+    d.arena_bytes = (a.dump_arena_kib << 10) as usize;
     d.args = args;
     d.kernel_args = kernel_args;
     d.workload = workload.into();
     d.case = case.into();
     cfg.dump = Some(d);
-    Ok(Some(run_dir))
+    Ok(Some(RunDir {
+        path: run_dir,
+        settled: false,
+    }))
 }
 
-/// `outputs/<workload>_<case>_<YYYYmmdd_HHMMSS>`, with `_2`, `_3`, … when a
-/// run of the same second already took the name.
+/// Create `--output DIR` in one step (its parents first): an existing
+/// directory or file is refused, and of two runs racing for one name only
+/// one gets it.
+fn create_output(dir: &Path) -> Result<PathBuf> {
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).with_context(|| {
+            format!(
+                "--output {}: cannot create its parent folder",
+                dir.display()
+            )
+        })?;
+    }
+    match simpler_dump::durable::create_dir(dir) {
+        Ok(()) => Ok(dir.to_path_buf()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            if dir.is_dir() {
+                bail!(
+                    "--output {}: the directory already exists and is never overwritten; choose a new one",
+                    dir.display()
+                )
+            }
+            bail!(
+                "--output {}: a file of that name exists; expected the path of a new directory",
+                dir.display()
+            )
+        }
+        Err(e) => bail!(
+            "--output {}: cannot create the directory: {e}",
+            dir.display()
+        ),
+    }
+}
+
+/// Create `outputs/<workload>_<case>_<YYYYmmdd_HHMMSS>`, with `_2`, `_3`, …
+/// when a run of the same second already took the name (each name is
+/// claimed by one atomic create).
 pub fn fresh_run_dir(root: &Path, workload: &str, case: &str) -> Result<PathBuf> {
+    std::fs::create_dir_all(root).with_context(|| format!("cannot create {}", root.display()))?;
     let ts = chrono::Local::now().format("%Y%m%d_%H%M%S");
     let base = format!("{workload}_{case}_{ts}");
     for n in 1..1000 {
@@ -72,8 +147,10 @@ pub fn fresh_run_dir(root: &Path, workload: &str, case: &str) -> Result<PathBuf>
             format!("{base}_{n}")
         };
         let p = root.join(name);
-        if !p.exists() {
-            return Ok(p);
+        match simpler_dump::durable::create_dir(&p) {
+            Ok(()) => return Ok(p),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => bail!("cannot create {}: {e}", p.display()),
         }
     }
     bail!(
@@ -87,6 +164,10 @@ pub fn report(d: &DumpSummary) {
     if let Some(p) = &d.json_path {
         report_tensors(d, p);
     }
+    report_side_files(d);
+}
+
+fn report_side_files(d: &DumpSummary) {
     if let Some(p) = &d.args_path {
         println!("args dump: {}", p.display());
     }
@@ -116,18 +197,58 @@ fn report_tensors(d: &DumpSummary, json: &Path) {
     );
 }
 
-/// After a failed run: say where the incomplete dump is, if one was written.
-pub fn report_failed(run_dir: &Path) {
-    let json = run_dir.join(DUMP_DIR).join(JSON_FILE);
-    if json.exists() {
+/// After a failed run: what its dump kept, in the words its manifest uses
+/// (on stderr), then keep the run directory — or remove it when nothing
+/// was written.
+pub fn report_failed(rt: &Runtime, dir: RunDir) {
+    let path = dir.path().to_path_buf();
+    let Some(d) = rt.last_dump() else {
+        if dir.settle() {
+            eprintln!(
+                "dumps collected before the failure: {}",
+                path.join(DUMP_DIR).display()
+            );
+        } else {
+            eprintln!("nothing was kept: removed {}", path.display());
+        }
+        return;
+    };
+    if let Some(json) = &d.json_path {
+        let status = match &d.status {
+            RunStatus::Complete => "complete".to_string(),
+            RunStatus::Incomplete(_) => "incomplete".to_string(),
+        };
+        let lost = match d.dropped_records {
+            0 => String::new(),
+            n => format!(" — LOST: {n} records dropped (their payload is not in the file)"),
+        };
         eprintln!(
-            "tensor dump (status incomplete) with everything collected before the failure: {}",
+            "tensor dump (status {status}) with everything collected before the run stopped: {} records ({} hang snapshots), {:.1} MiB payload -> {}{lost}",
+            d.records,
+            d.hang_snapshots,
+            d.bin_bytes as f64 / (1 << 20) as f64,
             json.display()
         );
-    } else if run_dir.join(DUMP_DIR).exists() {
+        let u = &d.unfinished;
+        if u.running + u.ready + u.waiting > 0 {
+            eprintln!(
+                "unfinished tasks: {} running, {} ready, {} waiting (listed in its unfinished_tasks)",
+                u.running, u.ready, u.waiting
+            );
+        }
+    }
+    for (file, why) in &d.not_written {
+        eprintln!("not written: {} ({why})", file.display());
+    }
+    if let Some(p) = &d.args_path {
+        eprintln!("args dump: {}", p.display());
+    }
+    if let Some(p) = &d.kernel_args_path {
         eprintln!(
-            "dumps collected before the failure: {}",
-            run_dir.join(DUMP_DIR).display()
+            "kernel args dump: {} dispatches -> {}",
+            d.dispatches,
+            p.display()
         );
     }
+    dir.settle();
 }

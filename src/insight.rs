@@ -366,7 +366,6 @@ fn run_case(
     root: &Path,
     out: &mut dyn Write,
 ) -> Result<PathBuf> {
-    let run_dir = crate::dump_cfg::fresh_run_dir(root, w.name(), case)?;
     let dump = DumpArgs {
         dump_tensor: None,
         dump_args: false,
@@ -374,19 +373,22 @@ fn run_case(
         dump_all: true,
         dump_policy: "block".into(),
         dump_arena_kib: 4096,
-        output: Some(run_dir.clone()),
+        output: None,
     };
     let mut cfg = a.chip.config()?;
-    crate::dump_cfg::configure(&dump, &mut cfg, w.name(), case)?;
+    let dir = crate::dump_cfg::configure(&dump, &mut cfg, w.name(), case, root)?
+        .context("--dump-all configures a dump")?;
+    let run_dir = dir.path().to_path_buf();
     let rt = Runtime::new(cfg.clone(), w.kernels())?;
     let outcome = match w.run(case, a.seed, &rt) {
         Ok(o) => o,
         Err(e) => {
-            crate::dump_cfg::report_failed(&run_dir);
+            crate::dump_cfg::report_failed(&rt, dir);
             return Err(e.into());
         }
     };
     drop(rt);
+    dir.settle();
     writeln!(
         out,
         "ran {} {case} (seed {}) with --dump-all: {} tasks, {} dispatches on {} clusters ({}) -> {}; golden {}",

@@ -10,6 +10,7 @@ mod dump_view;
 mod insight;
 mod list;
 mod run;
+mod signals;
 
 use std::process::ExitCode;
 
@@ -17,14 +18,29 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     quiet_panics();
+    // Before anything is created: temporary files never outlive a signal.
+    if let Err(e) = signals::install() {
+        eprintln!("error: {e:#}");
+        return ExitCode::from(2);
+    }
     let args = cli::Cli::parse();
     match dispatch(args) {
         Ok(code) => code,
+        // `simpler … | head`: the reader left; stop quietly, as other tools do.
+        Err(e) if broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::from(2)
         }
     }
+}
+
+/// True when a write to a closed pipe is somewhere in the error chain.
+fn broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 fn dispatch(args: cli::Cli) -> anyhow::Result<ExitCode> {

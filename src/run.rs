@@ -1,32 +1,35 @@
 //! `simpler run`: run a workload case and check its golden.
 
-use std::process::ExitCode;
+use std::{path::Path, process::ExitCode};
 
 use anyhow::Result;
-use simpler_runtime::Runtime;
-use simpler_workloads::GoldenCheck;
+use simpler_runtime::{Runtime, RuntimeError};
+use simpler_workloads::{GoldenCheck, WorkloadError};
 
-use crate::cli::RunArgs;
+use crate::{cli::RunArgs, dump_cfg::RunDir};
 
-/// Run, print PASS/FAIL with the error figures; exit 1 on FAIL.
+/// Run, print PASS/FAIL with the error figures; exit 1 on FAIL. A first
+/// SIGINT/SIGTERM stops the run and exports its dump as incomplete (exit
+/// 130/143); a timeout, a kernel error or a failed write exit 2, saying
+/// what the dump kept.
 pub fn run(a: &RunArgs) -> Result<ExitCode> {
+    crate::signals::stop_runs_gracefully();
     let w = simpler_workloads::find(&a.workload)?;
     let case = match &a.case {
         Some(c) => w.case(c)?.name,
         None => w.default_case(),
     };
     let mut cfg = a.chip.config()?;
-    let run_dir = crate::dump_cfg::configure(&a.dump, &mut cfg, w.name(), case)?;
+    let run_dir =
+        crate::dump_cfg::configure(&a.dump, &mut cfg, w.name(), case, Path::new("outputs"))?;
     let rt = Runtime::new(cfg.clone(), w.kernels())?;
     let out = match w.run(case, a.seed, &rt) {
         Ok(out) => out,
-        Err(e) => {
-            if let Some(dir) = &run_dir {
-                crate::dump_cfg::report_failed(dir);
-            }
-            return Err(e.into());
-        }
+        Err(e) => return Ok(failed(&e, &rt, run_dir)),
     };
+    if let Some(dir) = run_dir {
+        dir.settle();
+    }
     let r = &out.report;
     println!(
         "{} {case} (seed {}): {} tasks, {} dispatches on {} clusters / {} schedulers ({}) in {:.2} ms",
@@ -43,7 +46,26 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
         crate::dump_cfg::report(d);
     }
     println!("{}", verdict(&out.golden));
+    if let Some(code) = crate::signals::interrupted() {
+        eprintln!("interrupted after the run had completed (its dump is complete)");
+        return Ok(code);
+    }
     Ok(exit_code(&out.golden))
+}
+
+/// The run ended abnormally: the error in the words the dump's `reason`
+/// uses, what the dump kept; 130/143 when a signal stopped it, else 2.
+fn failed(e: &WorkloadError, rt: &Runtime, run_dir: Option<RunDir>) -> ExitCode {
+    eprintln!("error: {e}");
+    if let Some(dir) = run_dir {
+        crate::dump_cfg::report_failed(rt, dir);
+    }
+    match e {
+        WorkloadError::Runtime(RuntimeError::Cancelled(_)) => {
+            crate::signals::interrupted().unwrap_or(ExitCode::from(130))
+        }
+        _ => ExitCode::from(2),
+    }
 }
 
 /// `PASS`/`FAIL` line with the error figures.

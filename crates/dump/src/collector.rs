@@ -249,6 +249,17 @@ pub enum RunStatus {
     Incomplete(String),
 }
 
+/// Unfinished tasks of a stopped run, by state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UnfinishedCounts {
+    /// A kernel of it was executing.
+    pub running: u64,
+    /// Every producer done; waiting for (or queued on) a core.
+    pub ready: u64,
+    /// Waiting on unfinished producers.
+    pub waiting: u64,
+}
+
 /// What was written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DumpSummary {
@@ -266,8 +277,8 @@ pub struct DumpSummary {
     pub records: u64,
     /// Of those, records at stage `hang_snapshot`.
     pub hang_snapshots: u64,
-    /// Tasks listed in `unfinished_tasks`.
-    pub unfinished_tasks: u64,
+    /// Tasks listed in `unfinished_tasks`, by state.
+    pub unfinished: UnfinishedCounts,
     /// Payload bytes written.
     pub bin_bytes: u64,
     /// Tensor records lost: drop policy, and payload that could not be

@@ -31,11 +31,14 @@ struct Registry {
     files: Vec<PathBuf>,
     /// Folders created by this process that do not hold a finished dump yet.
     dirs: Vec<PathBuf>,
+    /// Scratch folders, removed with everything in them.
+    trees: Vec<PathBuf>,
 }
 
 static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
     files: Vec::new(),
     dirs: Vec::new(),
+    trees: Vec::new(),
 });
 
 fn registry() -> MutexGuard<'static, Registry> {
@@ -55,18 +58,38 @@ fn forget(list: &mut Vec<PathBuf>, path: &Path) {
 #[must_use = "hold it until the process exits"]
 pub struct Frozen(#[allow(dead_code)] MutexGuard<'static, Registry>);
 
-/// Delete every registered file, then every registered folder that is
-/// empty (newest first), and keep the registry locked — for a signal
-/// handler that exits right after.
+/// Delete every registered file, every scratch folder, then every
+/// registered folder that is empty (newest first), and keep the registry
+/// locked — for a signal handler that exits right after.
 pub fn remove_unfinished() -> Frozen {
     let mut r = registry();
     for f in r.files.drain(..) {
         let _ = std::fs::remove_file(f);
     }
+    for t in r.trees.drain(..) {
+        let _ = std::fs::remove_dir_all(t);
+    }
     while let Some(d) = r.dirs.pop() {
         let _ = std::fs::remove_dir(d);
     }
     Frozen(r)
+}
+
+/// A scratch folder that [`remove_unfinished`] deletes whole, until the
+/// guard is dropped (its owner then removes it, e.g. a `TempDir`).
+#[derive(Debug)]
+pub struct Scratch(PathBuf);
+
+/// Register `dir` as scratch for as long as the returned guard lives.
+pub fn scratch(dir: &Path) -> Scratch {
+    registry().trees.push(dir.to_path_buf());
+    Scratch(dir.to_path_buf())
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        forget(&mut registry().trees, &self.0);
+    }
 }
 
 /// Create the folder `path` (its parent must exist) and register it as
@@ -319,7 +342,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("c.bin");
         let t = TempFile::create(&path).unwrap();
-        (&*t.file()).write_all(b"x").unwrap();
+        t.file().write_all(b"x").unwrap();
         let placed = t.rename_into_place(&path).unwrap();
         assert!(path.exists() && registered(&path));
         drop(placed);

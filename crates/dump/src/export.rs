@@ -402,11 +402,7 @@ fn unfinished_json(t: &UnfinishedTask) -> UnfinishedTaskJson {
     let (cores, running_for_ms, waiting_on) = match &t.state {
         TaskState::Running { cores, for_ms } => (Some(cores.clone()), Some(*for_ms), None),
         TaskState::Ready => (None, None, None),
-        TaskState::Waiting { on } => (
-            None,
-            None,
-            Some(on.iter().map(|id| hex64(id.0)).collect()),
-        ),
+        TaskState::Waiting { on } => (None, None, Some(on.iter().map(|id| hex64(id.0)).collect())),
     };
     UnfinishedTaskJson {
         task_id: hex64(t.task_id.0),

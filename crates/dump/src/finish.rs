@@ -23,7 +23,7 @@ use std::{
 };
 
 use crate::{
-    collector::{remove_dirs, Collected, DumpSummary, RunStatus, JSON_FILE},
+    collector::{remove_dirs, Collected, DumpSummary, RunStatus, UnfinishedCounts, JSON_FILE},
     durable::{self, is_disk_full, os_message, TempFile},
     export::{write_args_dump, write_kernel_args_dump, write_manifest, ManifestEnd},
     record::UnfinishedTask,
@@ -100,12 +100,10 @@ pub(crate) fn export(
         Some(e) if is_disk_full(e) => 1,
         _ => 0,
     };
-    let manifest = match cfg.level {
-        Some(_) => Some(TempFile::create(&cfg.dir.join(JSON_FILE)).map_err(|e| {
-            Failed(durable::temp_path(&cfg.dir.join(JSON_FILE)), e)
-        })),
-        None => None,
-    };
+    let json = cfg.dir.join(JSON_FILE);
+    let manifest = cfg
+        .level
+        .map(|_| TempFile::create(&json).map_err(|e| Failed(durable::temp_path(&json), e)));
     let result = match manifest {
         Some(Err(f)) => Err(f),
         Some(Ok(m)) => attempts(cfg, &end, &mut c, &mut p, m, first),
@@ -140,7 +138,7 @@ fn attempts(
     let mut manifest = Some(manifest);
     for (i, &(num, den)) in KEEP.iter().enumerate().skip(first) {
         if i > 0 {
-            cut(c, p, full * num / den)?;
+            p.cut += cut(c, full * num / den)?;
         }
         write_side_files(cfg, end, c, p)?;
         let m = manifest.as_ref().expect("present until persisted");
@@ -153,18 +151,18 @@ fn attempts(
     unreachable!("the last attempt returns")
 }
 
-/// Drop the records whose payload lies beyond `len` and shorten the `.bin`.
-fn cut(c: &mut Collected, p: &mut Progress, len: u64) -> Result<(), Failed> {
+/// Drop the records whose payload lies beyond `len` and shorten the
+/// `.bin`; returns how many were dropped.
+fn cut(c: &mut Collected, len: u64) -> Result<u64, Failed> {
     let before = c.kept.len();
     c.kept.retain(|k| k.payload_within(len));
-    p.cut += (before - c.kept.len()) as u64;
     c.bin_bytes = c.bin_bytes.min(len);
     if let Some(bin) = &c.bin {
         bin.file()
             .set_len(c.bin_bytes)
             .map_err(|e| Failed(bin.path().to_path_buf(), e))?;
     }
-    Ok(())
+    Ok((before - c.kept.len()) as u64)
 }
 
 /// `args_dump.json` and `kernel_args_dump.json` when asked for and not yet
@@ -196,7 +194,8 @@ fn side_failure(p: &mut Progress, file: PathBuf, f: Failed) -> Result<(), Failed
         return Err(f);
     }
     p.failed(&f.1);
-    p.not_written.push((file, format!("write failed: {}", os_message(&f.1))));
+    p.not_written
+        .push((file, format!("write failed: {}", os_message(&f.1))));
     Ok(())
 }
 
@@ -232,7 +231,18 @@ fn write_tensor_manifest(
 }
 
 /// The `.bin` then the manifest into place, both fsynced, then the folder.
+/// Bytes no kept record points into (a write cut short) are cut first.
 fn place(c: &mut Collected, manifest: TempFile, dir: &Path) -> Result<(), Failed> {
+    let end = c
+        .kept
+        .iter()
+        .filter(|k| k.bin_size > 0)
+        .map(|k| k.bin_offset + k.bin_size)
+        .max()
+        .unwrap_or(0);
+    if end < c.bin_bytes {
+        cut(c, end)?;
+    }
     let bin = match c.bin.take() {
         Some(b) => {
             let at = b.path().to_path_buf();
@@ -260,6 +270,18 @@ fn remove_everything(c: &mut Collected, p: &Progress, dirs: &[PathBuf]) {
         let _ = std::fs::remove_file(f);
     }
     remove_dirs(dirs);
+}
+
+fn counts(list: &[UnfinishedTask]) -> UnfinishedCounts {
+    let mut n = UnfinishedCounts::default();
+    for t in list {
+        match t.state {
+            crate::TaskState::Running { .. } => n.running += 1,
+            crate::TaskState::Ready => n.ready += 1,
+            crate::TaskState::Waiting { .. } => n.waiting += 1,
+        }
+    }
+    n
 }
 
 fn summary(cfg: &DumpConfig, end: &Ending, c: &Collected, p: Progress) -> DumpSummary {
@@ -290,9 +312,9 @@ fn summary(cfg: &DumpConfig, end: &Ending, c: &Collected, p: Progress) -> DumpSu
         bin_path: end.bin_path.clone(),
         records: c.kept.len() as u64,
         hang_snapshots: hang,
-        unfinished_tasks: match status {
-            RunStatus::Incomplete(_) => end.unfinished.len() as u64,
-            RunStatus::Complete => 0,
+        unfinished: match status {
+            RunStatus::Incomplete(_) => counts(&end.unfinished),
+            RunStatus::Complete => UnfinishedCounts::default(),
         },
         bin_bytes: c.bin_bytes,
         dropped_records: dropped,

@@ -33,7 +33,7 @@ pub mod kernel_args;
 pub mod reader;
 pub mod view;
 
-pub use collector::{DumpSession, DumpSummary, RunStatus, BIN_FILE, JSON_FILE};
+pub use collector::{DumpSession, DumpSummary, RunStatus, UnfinishedCounts, BIN_FILE, JSON_FILE};
 pub use config::{DumpConfig, DumpLevel, DumpPolicy, DEFAULT_ARENA_BYTES};
 pub use error::DumpError;
 pub use export::{ARGS_FILE, KERNEL_ARGS_FILE};

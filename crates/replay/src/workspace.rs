@@ -144,26 +144,19 @@ impl Workspace {
     }
 }
 
-/// Write `text` to `path` through a temporary file and a rename.
+/// Write `text` (and a final newline) to `path` with the dump's durable
+/// writer: temporary file, fsync, rename, fsync of the folder.
 ///
 /// # Errors
 /// [`ReplayError::Io`] naming the file.
 pub fn write_atomic(path: &Path, text: &str) -> Result<(), ReplayError> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.tmp"));
-    let r = (|| {
-        let mut f = fs::File::create(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.write_all(b"\n")?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)
-    })();
-    r.map_err(|e| {
-        let _ = fs::remove_file(&tmp);
-        ReplayError::io(path, &e)
+    simpler_dump::durable::write_atomic(path, |w| {
+        w.write_all(text.as_bytes())?;
+        w.write_all(b"\n")
+    })
+    .map_err(|e| match e {
+        simpler_dump::DumpError::Io { path, source } => ReplayError::io(Path::new(&path), &source),
+        other => ReplayError::io(path, &std::io::Error::other(other.to_string())),
     })
 }
 

@@ -538,7 +538,11 @@ impl Worker {
 }
 
 /// Account one finished dispatch; finalize its task when it was the last.
-pub(crate) fn settle(shared: &Shared, c: Completion, producer: Option<&mut simpler_dump::Producer>) {
+pub(crate) fn settle(
+    shared: &Shared,
+    c: Completion,
+    producer: Option<&mut simpler_dump::Producer>,
+) {
     if let Err(e) = c.result {
         c.task.mark_failed();
         shared.fail(e);

@@ -15,6 +15,7 @@ pub mod flood;
 pub mod golden;
 pub mod mixed_example;
 pub mod paged_attention;
+pub mod stall;
 pub mod vector_example;
 
 pub use golden::GoldenCheck;
@@ -103,14 +104,19 @@ pub trait Workload: Send + Sync {
     }
 }
 
-/// Every bundled workload.
+/// Every bundled workload (with `SIMPLER_TEST_WORKLOADS=1`, also the
+/// test-only [`stall::Stall`]).
 pub fn all() -> Vec<Box<dyn Workload>> {
-    vec![
+    let mut all: Vec<Box<dyn Workload>> = vec![
         Box::new(vector_example::VectorExample),
         Box::new(paged_attention::PagedAttention),
         Box::new(mixed_example::MixedExample),
         Box::new(flood::Flood),
-    ]
+    ];
+    if stall::enabled() {
+        all.push(Box::new(stall::Stall));
+    }
+    all
 }
 
 /// The workload named `name`, or an error listing the valid ones.

@@ -302,29 +302,22 @@ fn create_dir(dir: &Path) -> Result<(), ExportError> {
     })
 }
 
-/// Write `path` through `body` into a hidden temporary file next to it,
-/// then rename it into place.
+/// Write `path` through `body` with the dump's durable writer (temporary
+/// file next to it, fsync, rename, fsync of the folder; the temporary file
+/// is removed on error and on a signal).
 fn write_atomic(
     path: &Path,
-    body: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>,
+    body: impl FnOnce(&mut BufWriter<&File>) -> io::Result<()>,
 ) -> Result<(), ExportError> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.tmp"));
-    let result = (|| {
-        let mut w = BufWriter::with_capacity(1 << 16, File::create(&tmp)?);
-        body(&mut w)?;
-        w.into_inner().map_err(io::IntoInnerError::into_error)?;
-        fs::rename(&tmp, path)
-    })();
-    result.map_err(|source| {
-        let _ = fs::remove_file(&tmp);
-        ExportError::Io {
-            path: path.to_path_buf(),
+    simpler_dump::durable::write_atomic(path, body).map_err(|e| match e {
+        simpler_dump::DumpError::Io { path, source } => ExportError::Io {
+            path: path.into(),
             source,
-        }
+        },
+        other => ExportError::Io {
+            path: path.to_path_buf(),
+            source: io::Error::other(other.to_string()),
+        },
     })
 }
 

@@ -1,0 +1,113 @@
+//! SIGINT and SIGTERM.
+//!
+//! During `simpler run` the first signal stops the run gracefully through
+//! the runtime's [`CancelToken`]: no new kernel starts, running ones are
+//! not waited for, and the dump is exported as `incomplete` with the reason
+//! `interrupted by SIGINT` (or SIGTERM) and the hang snapshot; the process
+//! then exits 130 (143). A second signal — or the first one during any
+//! other command — removes every unfinished file and folder the process
+//! registered ([`simpler_dump::durable`]) and exits at once with 130 (143).
+//!
+//! Signals are taken on a thread of their own (`signal-hook`'s iterator),
+//! so the handling is ordinary code, not async-signal-safe code.
+
+use std::{
+    io::Write,
+    process::ExitCode,
+    sync::{
+        atomic::{AtomicBool, AtomicI32, Ordering},
+        OnceLock,
+    },
+};
+
+use anyhow::{Context, Result};
+use signal_hook::{
+    consts::{SIGINT, SIGTERM},
+    iterator::Signals,
+};
+use simpler_runtime::CancelToken;
+
+struct State {
+    token: CancelToken,
+    graceful: AtomicBool,
+    /// The first signal taken gracefully (0: none).
+    first: AtomicI32,
+}
+
+static STATE: OnceLock<State> = OnceLock::new();
+
+fn state() -> &'static State {
+    STATE.get_or_init(|| State {
+        token: CancelToken::new(),
+        graceful: AtomicBool::new(false),
+        first: AtomicI32::new(0),
+    })
+}
+
+fn name(sig: i32) -> &'static str {
+    if sig == SIGINT {
+        "SIGINT"
+    } else {
+        "SIGTERM"
+    }
+}
+
+/// Take SIGINT and SIGTERM from now on (call first thing in `main`).
+///
+/// # Errors
+/// When the handlers cannot be installed.
+pub fn install() -> Result<()> {
+    let mut signals =
+        Signals::new([SIGINT, SIGTERM]).context("cannot install the SIGINT/SIGTERM handlers")?;
+    let s = state();
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            for sig in signals.forever() {
+                let graceful = s.graceful.load(Ordering::Acquire)
+                    && s.first
+                        .compare_exchange(0, sig, Ordering::AcqRel, Ordering::Acquire)
+                        .is_ok();
+                if graceful {
+                    say(&format!(
+                        "interrupted by {}: stopping the run and writing what was collected (signal again to abort at once)",
+                        name(sig)
+                    ));
+                    s.token.cancel(format!("interrupted by {}", name(sig)));
+                } else {
+                    say(&format!(
+                        "interrupted by {}: aborting, unfinished files removed",
+                        name(sig)
+                    ));
+                    let _frozen = simpler_dump::durable::remove_unfinished();
+                    std::process::exit(128 + sig);
+                }
+            }
+        })
+        .context("cannot start the signal thread")?;
+    Ok(())
+}
+
+/// One line on stderr; a closed stderr is no reason to stop.
+fn say(line: &str) {
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
+/// From now on the first signal stops the run through [`token`] instead of
+/// ending the process.
+pub fn stop_runs_gracefully() {
+    state().graceful.store(true, Ordering::Release);
+}
+
+/// The token every run of this process is cancelled through.
+pub fn token() -> CancelToken {
+    state().token.clone()
+}
+
+/// Exit code 130 (SIGINT) or 143 (SIGTERM) once a signal was taken.
+pub fn interrupted() -> Option<ExitCode> {
+    match state().first.load(Ordering::Acquire) {
+        0 => None,
+        sig => Some(ExitCode::from((128 + sig) as u8)),
+    }
+}
