@@ -1031,7 +1031,7 @@ fn validate_record(
         err(
             "stage",
             format!(
-                "unknown stage {:?}: expected before_dispatch, after_completion or hang_snapshot",
+                "unknown stage {:?}: expected before_dispatch or after_completion",
                 r.stage
             ),
         )

@@ -1,3 +1,4 @@
 //! Integration tests of this crate, in one test binary.
 
 mod runtime;
+mod stopped;

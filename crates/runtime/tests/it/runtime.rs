@@ -718,6 +718,6 @@ fn panicking_kernel_leaves_an_incomplete_dump() {
 #[test]
 fn timed_out_run_leaves_an_incomplete_dump() {
     GATES[5].store(false, Ordering::Release);
-    dump_of_failing_run(0, Some(Duration::from_millis(300)), "timed out");
+    dump_of_failing_run(0, Some(Duration::from_millis(300)), "timeout after 0.3 s");
     GATES[5].store(true, Ordering::Release);
 }
