@@ -59,11 +59,11 @@ pub struct ChipArgs {
     #[arg(long, default_value_t = 3)]
     pub sched_threads: u32,
     /// Global memory to reserve, in MiB (1 to 1048576, i.e. 1 TiB).
-    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..=MAX_GM_MIB))]
+    #[arg(long, default_value_t = 4096, value_name = "MIB", allow_hyphen_values = true, value_parser = parse_gm_mib)]
     pub gm_mib: u64,
     /// Stop the run after this many seconds (more than 0, at most 1e9);
     /// its dump is kept, marked incomplete, with the hang snapshot.
-    #[arg(long, value_name = "SECONDS", value_parser = parse_timeout)]
+    #[arg(long, value_name = "SECONDS", allow_hyphen_values = true, value_parser = parse_timeout)]
     pub timeout: Option<f64>,
 }
 
@@ -76,11 +76,28 @@ pub const MAX_ARENA_KIB: u64 = 1 << 20;
 
 /// `--timeout`: positive, finite seconds up to [`MAX_TIMEOUT_S`].
 fn parse_timeout(s: &str) -> Result<f64, String> {
-    let expected = "expected seconds in (0, 1e9]";
     match s.trim().parse::<f64>() {
         Ok(t) if t > 0.0 && t <= MAX_TIMEOUT_S => Ok(t),
-        _ => Err(expected.into()),
+        _ => Err("expected seconds in (0, 1e9]".into()),
     }
+}
+
+/// A whole number in `1..=max` (of `unit`s).
+fn parse_count(s: &str, max: u64, unit: &str) -> Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => Err(format!("expected a whole number of {unit} in 1..={max}")),
+    }
+}
+
+/// `--gm-mib`: 1 MiB to [`MAX_GM_MIB`].
+fn parse_gm_mib(s: &str) -> Result<u64, String> {
+    parse_count(s, MAX_GM_MIB, "MiB")
+}
+
+/// `--dump-arena-kib`: 1 KiB to [`MAX_ARENA_KIB`].
+fn parse_arena_kib(s: &str) -> Result<u64, String> {
+    parse_count(s, MAX_ARENA_KIB, "KiB")
 }
 
 impl ChipArgs {
@@ -160,7 +177,8 @@ pub struct DumpArgs {
         long,
         default_value_t = (simpler_dump::DEFAULT_ARENA_BYTES >> 10) as u64,
         value_name = "KIB",
-        value_parser = clap::value_parser!(u64).range(1..=MAX_ARENA_KIB)
+        allow_hyphen_values = true,
+        value_parser = parse_arena_kib
     )]
     pub dump_arena_kib: u64,
     /// Run directory (default `outputs/<workload>_<case>_<YYYYmmdd_HHMMSS>/`),

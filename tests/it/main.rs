@@ -7,5 +7,6 @@ mod common;
 mod dump_cli;
 mod dump_diff;
 mod failure_midway;
+mod faults;
 mod insight_trace;
 mod tensor_dump;

@@ -41,6 +41,7 @@
 mod args;
 mod cancel;
 mod config;
+mod core_slot;
 mod error;
 mod kernels;
 mod orchestrator;

@@ -22,7 +22,7 @@
 //! receive loop and end — after a forced stop they start no queued
 //! dispatch, and a hung one is left running (never joined).
 //!
-//! Each core publishes which task it runs and since when ([`CoreSlot`]),
+//! Each core publishes which task it runs and since when (`CoreSlot`),
 //! so a stopped run can say what was running where (`crate::snapshot`).
 
 use std::{
@@ -32,7 +32,7 @@ use std::{
         Arc,
     },
     thread::JoinHandle,
-    time::{Duration, Instant},
+    time::Instant,
 };
 
 use crossbeam::{
@@ -47,11 +47,12 @@ use simpler_core::{
         payload, GlobalContext, LocalContext, ARG_SLOTS, GLOBAL_CONTEXT_SLOT, LOCAL_CONTEXT_SLOT,
     },
     topology::{core_id, Subtask},
-    ChipTensor, TaskId,
+    ChipTensor,
 };
 use simpler_isa::{Args, Core};
 
 use crate::{
+    core_slot::CoreSlot,
     task::{Member, Task},
     RuntimeError, Shape,
 };
@@ -105,41 +106,6 @@ pub(crate) struct Counters {
     pub marked: AtomicU64,
 }
 
-/// What one core is executing: written by its thread around each kernel,
-/// read when a stopped run takes its snapshot.
-pub(crate) struct CoreSlot {
-    /// The running task's id, [`TaskId::NONE`] when idle.
-    task: AtomicU64,
-    /// When its kernel started, in ns since the run's epoch.
-    since_ns: AtomicU64,
-}
-
-impl Default for CoreSlot {
-    fn default() -> Self {
-        CoreSlot {
-            task: AtomicU64::new(TaskId::NONE.0),
-            since_ns: AtomicU64::new(0),
-        }
-    }
-}
-
-impl CoreSlot {
-    fn start(&self, task: TaskId, at: Duration) {
-        self.since_ns.store(at.as_nanos() as u64, Ordering::Relaxed);
-        self.task.store(task.0, Ordering::Release);
-    }
-
-    fn clear(&self) {
-        self.task.store(TaskId::NONE.0, Ordering::Release);
-    }
-
-    /// The task it runs and since when (ns since the epoch), if any.
-    pub fn running(&self) -> Option<(TaskId, u64)> {
-        let t = self.task.load(Ordering::Acquire);
-        (t != TaskId::NONE.0).then(|| (TaskId(t), self.since_ns.load(Ordering::Relaxed)))
-    }
-}
-
 /// State shared by the orchestrator, schedulers and cores.
 pub(crate) struct Shared {
     pub gm: Arc<Gm>,
@@ -165,6 +131,32 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    fn new(
+        gm: Arc<Gm>,
+        scheds: Vec<SchedSignal>,
+        orch: Unparker,
+        n_cores: usize,
+        deadline: Option<Instant>,
+    ) -> Shared {
+        Shared {
+            gm,
+            ready: Default::default(),
+            scheds,
+            abort: AtomicBool::new(false),
+            error: Mutex::new(None),
+            outstanding: AtomicU64::new(0),
+            orch_waiting: AtomicBool::new(false),
+            orch,
+            shutdown: AtomicBool::new(false),
+            force: AtomicBool::new(false),
+            counters: Counters::default(),
+            dispatch_seq: AtomicU64::new(0),
+            cores: (0..n_cores).map(|_| CoreSlot::default()).collect(),
+            epoch: Instant::now(),
+            deadline,
+        }
+    }
+
     /// Stop the run from outside: record `reason` (unless an error came
     /// first) and stop without waiting for running kernels.
     pub fn cancel(&self, reason: String) {
@@ -678,23 +670,7 @@ impl Chip {
                 free: Default::default(),
             });
         }
-        let shared = Arc::new(Shared {
-            gm: gm.clone(),
-            ready: Default::default(),
-            scheds: signals,
-            abort: AtomicBool::new(false),
-            error: Mutex::new(None),
-            outstanding: AtomicU64::new(0),
-            orch_waiting: AtomicBool::new(false),
-            orch,
-            shutdown: AtomicBool::new(false),
-            force: AtomicBool::new(false),
-            counters: Counters::default(),
-            dispatch_seq: AtomicU64::new(0),
-            cores: (0..n_cores).map(|_| CoreSlot::default()).collect(),
-            epoch: Instant::now(),
-            deadline,
-        });
+        let shared = Arc::new(Shared::new(gm.clone(), signals, orch, n_cores, deadline));
         let mut core_threads = Vec::new();
         let mut sched_threads_h = Vec::new();
         for (s, wake_rx) in wake_rxs.into_iter().enumerate() {

@@ -7,7 +7,7 @@
 //! 1. completions already queued are settled as a scheduler would (their
 //!    tasks finished: `after_completion` records, dependents released);
 //! 2. every task still incomplete is classified: `running` when a core's
-//!    [`crate::scheduler::CoreSlot`] names it, `waiting` while an
+//!    [`crate::core_slot::CoreSlot`] names it, `waiting` while an
 //!    unfinished task holds it as a dependent (those are its producers),
 //!    `ready` otherwise (every producer done; queued for or on a core);
 //! 3. each one that was dispatched gets a `hang_snapshot` record per

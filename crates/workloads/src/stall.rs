@@ -3,7 +3,8 @@
 //!
 //! Listed only when the environment variable `SIMPLER_TEST_WORKLOADS` is
 //! `1` ([`enabled`]); a run never completes, so stop it with `--timeout` or
-//! Ctrl-C.
+//! Ctrl-C. Each hanging kernel prints `stall: hanging` (or `stall_cube:
+//! hanging`) on stderr once it has written what it writes.
 //!
 //! Kernels (func id, name, core type, argument slots):
 //!
@@ -53,8 +54,10 @@ pub fn enabled() -> bool {
     std::env::var_os("SIMPLER_TEST_WORKLOADS").is_some_and(|v| v == "1")
 }
 
-/// Never return: sleep in small steps until the process ends.
-fn hang() -> ! {
+/// Say so on stderr (tests wait for the line), then never return: sleep
+/// in small steps until the process ends.
+fn hang(who: &str) -> ! {
+    eprintln!("{who}: hanging");
     loop {
         std::thread::sleep(Duration::from_millis(1));
     }
@@ -84,7 +87,7 @@ pub fn stall(core: &mut Core, args: &Args) -> KResult<()> {
     core.tload(whole, &acc)?;
     core.tadds(whole, whole, 1.0)?;
     core.tstore(&acc, whole)?;
-    hang()
+    hang("stall")
 }
 
 /// AIC kernel, func 2: writes nothing and hangs.
@@ -92,7 +95,7 @@ pub fn stall(core: &mut Core, args: &Args) -> KResult<()> {
 /// # Errors
 /// Never returns.
 pub fn stall_cube(_core: &mut Core, _args: &Args) -> KResult<()> {
-    hang()
+    hang("stall_cube")
 }
 
 /// The workload's kernels.

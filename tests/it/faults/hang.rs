@@ -1,0 +1,176 @@
+//! Hung kernels (the test-only `stall` workload) stopped by `--timeout`
+//! or by a signal, and CaseLarge under a short timeout: the dump is
+//! incomplete with the exact reason, lists every unfinished task with its
+//! state, and holds `hang_snapshot` records with the bytes in GM when the
+//! run stopped.
+
+use std::path::Path;
+
+use super::{assert_no_tmp, assert_view_loads, case_large, run, text, Loaded, Running};
+
+/// T0..T7 of the stall workload (ring 0).
+fn id(local: u64) -> String {
+    format!("0x{local:016x}")
+}
+
+fn f32s(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+/// The stall run on one cluster (one AIC core, queue depth 4): T0
+/// completed; T1 running on an AIV core after writing rows 0..8 of `b` and
+/// `acc += 1`; T2 waiting on T1; T3 running on the AIC core 0; T4–T6
+/// queued behind it (ready, dispatched); T7 ready, never dispatched.
+fn check_stall_dump(run_dir: &Path, reason: &str) {
+    let l = Loaded::open(run_dir);
+    l.check_structure();
+    assert_eq!(l.m.status.as_deref(), Some("incomplete"));
+    assert_eq!(l.m.reason.as_deref(), Some(reason));
+    let u = l.m.unfinished_tasks.as_ref().unwrap();
+    let states: Vec<(String, &str)> = u
+        .iter()
+        .map(|t| (t.task_id.clone(), t.state.as_str()))
+        .collect();
+    let want: Vec<(String, &str)> = [
+        (1, "running"),
+        (2, "waiting"),
+        (3, "running"),
+        (4, "ready"),
+        (5, "ready"),
+        (6, "ready"),
+        (7, "ready"),
+    ]
+    .into_iter()
+    .map(|(t, s)| (id(t), s))
+    .collect();
+    assert_eq!(states, want);
+    let aiv = u[0].cores.as_ref().unwrap();
+    assert!(
+        aiv.len() == 1 && (1..=2).contains(&aiv[0]),
+        "T1 on an AIV core: {aiv:?}"
+    );
+    assert_eq!(u[2].cores, Some(vec![0]), "T3 on the AIC core");
+    assert_eq!(u[1].waiting_on, Some(vec![id(1)]));
+    for t in u {
+        assert_eq!((t.blocks_done, t.block_num), (0, 1));
+    }
+    let idx = l.index();
+    let rec = |task: u64, stage: &str, arg: u32, role: &str| {
+        let k = (id(task), stage.to_string(), arg, role.to_string());
+        *idx.get(&k).unwrap_or_else(|| panic!("no record {k:?}"))
+    };
+    // T0 completed: a = x + 1, recomputed from its dumped input.
+    let x = f32s(l.bytes(rec(0, "0", 0, "input")));
+    let a = f32s(l.bytes(rec(0, "1", 1, "output")));
+    assert_eq!(a, x.iter().map(|v| v + 1.0).collect::<Vec<_>>());
+    // T1 received a and acc = 0; its snapshot holds b rows 0..8 = 2a and
+    // rows 8..16 untouched (zero), and acc = 1.
+    assert_eq!(f32s(l.bytes(rec(1, "0", 0, "input"))), a);
+    assert_eq!(f32s(l.bytes(rec(1, "0", 1, "inout"))), vec![0.0; 256]);
+    assert_eq!(f32s(l.bytes(rec(1, "2", 1, "inout"))), vec![1.0; 256]);
+    let b = f32s(l.bytes(rec(1, "2", 2, "output")));
+    let mut want_b: Vec<f32> = a[..128].iter().map(|v| v * 2.0).collect();
+    want_b.extend([0.0; 128]);
+    assert_eq!(b, want_b);
+    // Dispatched and unfinished: a snapshot of each output; T2 and T7
+    // never dispatched: no record at all.
+    for t in 3..=6 {
+        assert_eq!(
+            f32s(l.bytes(rec(t, "2", 1, "output"))),
+            vec![0.0; 256],
+            "T{t}"
+        );
+    }
+    for t in [2, 7] {
+        assert!(
+            l.m.tensors.iter().all(|r| r.task_id != id(t)),
+            "T{t} has records"
+        );
+    }
+    assert_eq!(l.m.hang_snapshot, 6);
+    assert_no_tmp(run_dir);
+}
+
+const STALL: [&str; 9] = [
+    "run",
+    "stall",
+    "--seed",
+    "3",
+    "--clusters",
+    "1",
+    "--dump-tensor",
+    "--output",
+    "run",
+];
+
+#[test]
+fn a_timeout_snapshots_what_the_hung_kernel_wrote() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut args = STALL.to_vec();
+    args.extend(["--timeout", "1"]);
+    let o = run(tmp.path(), &args);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("error: timeout after 1 s"), "{err}");
+    assert!(
+        err.contains("unfinished tasks: 2 running, 4 ready, 1 waiting"),
+        "{err}"
+    );
+    assert!(err.contains("(6 hang snapshots)"), "{err}");
+    check_stall_dump(&tmp.path().join("run"), "timeout after 1 s");
+    let out = assert_view_loads(tmp.path(), Path::new("run"));
+    assert!(
+        out.contains("INCOMPLETE: the run ended abnormally: timeout after 1 s"),
+        "{out}"
+    );
+    let o = run(
+        tmp.path(),
+        &["dump", "view", "run", "--stage", "hang_snapshot"],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert_eq!(out.matches(" hang_snapshot ").count(), 6, "{out}");
+}
+
+#[test]
+fn sigint_and_sigterm_stop_a_hung_run_with_its_snapshot() {
+    for (sig, code) in [("INT", 130), ("TERM", 143)] {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut child = Running::start(tmp.path(), &STALL);
+        // Both hung kernels have written what they write.
+        child.wait_for_lines("stall: hanging", 1);
+        child.wait_for_lines("stall_cube: hanging", 1);
+        child.signal(sig);
+        let (status, err) = child.finish();
+        assert_eq!(status, Some(code), "SIG{sig}: {err}");
+        let reason = format!("interrupted by SIG{sig}");
+        assert!(err.contains(&format!("error: {reason}")), "{err}");
+        check_stall_dump(&tmp.path().join("run"), &reason);
+        assert_view_loads(tmp.path(), Path::new("run"));
+    }
+}
+
+/// CaseLarge under a 50 ms timeout: every task that completed has its
+/// records byte-identical to a complete run; the rest are listed.
+#[test]
+fn case_large_under_a_short_timeout() {
+    let reference = case_large();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut args = super::CASE_LARGE.to_vec();
+    args.extend(["--timeout", "0.05", "--output", "run"]);
+    let o = run(tmp.path(), &args);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("error: timeout after 0.05 s"), "{err}");
+    let l = Loaded::open(&tmp.path().join("run"));
+    l.check_structure();
+    assert_eq!(l.m.reason.as_deref(), Some("timeout after 0.05 s"));
+    let u = l.m.unfinished_tasks.as_ref().unwrap();
+    assert!(!u.is_empty(), "65 536 tasks do not finish in 50 ms");
+    let compared = super::assert_records_match(&l, reference, "CaseLarge --timeout 0.05");
+    assert!(compared > 0);
+    assert_no_tmp(tmp.path());
+    assert_view_loads(tmp.path(), Path::new("run"));
+}

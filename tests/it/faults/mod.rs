@@ -1,0 +1,452 @@
+//! The fault suite (DESIGN §5 "Abnormal end", "Hang snapshot", "Atomic,
+//! durable files", §11; issue 10 points 2–6 and 8): every fault is caused
+//! for real — child processes killed with SIGINT/SIGTERM, kernels that
+//! never finish, tmpfs mounts that fill up, two processes racing for one
+//! `--output`, closed pipes — and what was left is loaded and compared
+//! with a complete run of the same seed, payload byte for payload byte.
+
+mod cli_numbers;
+mod disk;
+mod hang;
+mod output;
+mod signals;
+
+use std::{
+    collections::HashMap,
+    io::{BufRead, BufReader},
+    path::{Path, PathBuf},
+    process::{Child, Command, Output, Stdio},
+    sync::{mpsc, OnceLock},
+    time::{Duration, Instant},
+};
+
+use simpler_dump::manifest::{Manifest, RecordJson};
+
+/// The `simpler` binary, test workloads enabled, in `cwd`.
+pub fn simpler(cwd: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_simpler"));
+    c.current_dir(cwd).env("SIMPLER_TEST_WORKLOADS", "1");
+    c
+}
+
+/// Run to the end.
+pub fn run(cwd: &Path, args: &[&str]) -> Output {
+    simpler(cwd).args(args).output().expect("run simpler")
+}
+
+/// stdout and stderr as text.
+pub fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// A child whose stderr lines arrive on a channel as they are printed.
+pub struct Running {
+    pub child: Child,
+    lines: mpsc::Receiver<String>,
+    /// Every stderr line seen so far.
+    pub stderr: Vec<String>,
+}
+
+impl Running {
+    /// Start `simpler args` in `cwd`.
+    pub fn start(cwd: &Path, args: &[&str]) -> Running {
+        let mut child = simpler(cwd)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn simpler");
+        let err = child.stderr.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for l in BufReader::new(err).lines().map_while(Result::ok) {
+                let _ = tx.send(l);
+            }
+        });
+        Running {
+            child,
+            lines,
+            stderr: Vec::new(),
+        }
+    }
+
+    /// Wait (up to a minute) until `n` stderr lines contain `needle`.
+    pub fn wait_for_lines(&mut self, needle: &str, n: usize) {
+        let end = Instant::now() + Duration::from_secs(60);
+        while self.stderr.iter().filter(|l| l.contains(needle)).count() < n {
+            let left = end.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(l) => self.stderr.push(l),
+                Err(_) => panic!("no {n} lines with {needle:?} on stderr: {:?}", self.stderr),
+            }
+        }
+    }
+
+    /// Send `sig` (`INT`, `TERM`) with kill(1).
+    pub fn signal(&self, sig: &str) {
+        let ok = Command::new("kill")
+            .args(["-s", sig, &self.child.id().to_string()])
+            .status()
+            .expect("kill(1)")
+            .success();
+        assert!(ok, "kill -s {sig} failed");
+    }
+
+    /// Wait for the exit; the exit code and every stderr line.
+    pub fn finish(mut self) -> (Option<i32>, String) {
+        let status = self.child.wait().unwrap();
+        // The reader thread ends with the pipe.
+        while let Ok(l) = self.lines.recv_timeout(Duration::from_secs(10)) {
+            self.stderr.push(l);
+        }
+        (status.code(), self.stderr.join("\n"))
+    }
+}
+
+/// Every file under `dir`, recursively.
+pub fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(files(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// No temporary file anywhere under `dir`.
+pub fn assert_no_tmp(dir: &Path) {
+    let tmp: Vec<_> = files(dir)
+        .into_iter()
+        .filter(|p| p.to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(tmp.is_empty(), "temporary files left: {tmp:?}");
+}
+
+/// A dump read back: the manifest and the whole `.bin`.
+pub struct Loaded {
+    pub m: Manifest,
+    pub bin: Vec<u8>,
+}
+
+impl Loaded {
+    /// `run_dir/tensor_dump/`.
+    pub fn open(run_dir: &Path) -> Loaded {
+        let dir = run_dir.join("tensor_dump");
+        let f = std::fs::File::open(dir.join("tensor_dump.json"))
+            .unwrap_or_else(|e| panic!("{}: no manifest: {e}", dir.display()));
+        let m: Manifest = serde_json::from_reader(std::io::BufReader::new(f)).unwrap();
+        let bin = std::fs::read(dir.join(&m.bin_file)).unwrap();
+        Loaded { m, bin }
+    }
+
+    /// The payload of `r`, checking its range lies in the `.bin`.
+    pub fn bytes(&self, r: &RecordJson) -> &[u8] {
+        let (o, s) = (r.bin_offset as usize, r.bin_size as usize);
+        assert!(
+            o + s <= self.bin.len(),
+            "{} {} arg {}: range past the .bin",
+            r.task_id,
+            r.stage,
+            r.arg_index
+        );
+        &self.bin[o..o + s]
+    }
+
+    /// Records by (task id, stage, arg index, role); panics on duplicates.
+    pub fn index(&self) -> HashMap<Key, &RecordJson> {
+        let mut h = HashMap::with_capacity(self.m.tensors.len());
+        for r in &self.m.tensors {
+            assert!(
+                h.insert(key(r), r).is_none(),
+                "duplicate record {:?}",
+                key(r)
+            );
+        }
+        h
+    }
+
+    /// The header counters agree with the records; payload ranges do not
+    /// overlap; the hang snapshots belong to listed, dispatched tasks.
+    pub fn check_structure(&self) {
+        let m = &self.m;
+        let n = |f: &dyn Fn(&RecordJson) -> bool| m.tensors.iter().filter(|r| f(r)).count() as u64;
+        assert_eq!(m.total_tensors, m.tensors.len() as u64);
+        assert_eq!(m.before_dispatch, n(&|r| r.stage == "before_dispatch"));
+        assert_eq!(m.after_completion, n(&|r| r.stage == "after_completion"));
+        assert_eq!(m.hang_snapshot, n(&|r| r.stage == "hang_snapshot"));
+        let mut ranges: Vec<(u64, u64)> = m
+            .tensors
+            .iter()
+            .filter(|r| r.bin_size > 0)
+            .map(|r| (r.bin_offset, r.bin_offset + r.bin_size))
+            .collect();
+        ranges.sort_unstable();
+        assert!(
+            ranges.windows(2).all(|w| w[0].1 <= w[1].0),
+            "payload ranges overlap"
+        );
+        assert!(ranges.last().is_none_or(|r| r.1 <= self.bin.len() as u64));
+        let keys: Vec<Key> = m.tensors.iter().map(key).collect();
+        assert!(
+            keys.windows(2).all(|w| w[0] < w[1]),
+            "records sorted, no duplicates"
+        );
+        match m.status.as_deref() {
+            Some("complete") => assert!(m.unfinished_tasks.is_none() && m.hang_snapshot == 0),
+            Some("incomplete") => self.check_unfinished(),
+            other => panic!("status {other:?}"),
+        }
+    }
+
+    fn check_unfinished(&self) {
+        let u = self
+            .m
+            .unfinished_tasks
+            .as_ref()
+            .expect("unfinished_tasks when incomplete");
+        let listed: HashMap<&str, &str> = u
+            .iter()
+            .map(|t| (t.task_id.as_str(), t.state.as_str()))
+            .collect();
+        assert_eq!(listed.len(), u.len(), "a task listed twice");
+        for t in u {
+            match t.state.as_str() {
+                "running" => assert!(
+                    t.cores.as_ref().is_some_and(|c| !c.is_empty()) && t.running_for_ms.is_some()
+                ),
+                "ready" => assert!(t.cores.is_none() && t.waiting_on.is_none()),
+                "waiting" => {
+                    let on = t.waiting_on.as_ref().expect("waiting_on");
+                    assert!(!on.is_empty(), "{} waits on nothing", t.task_id);
+                    for p in on {
+                        assert!(
+                            listed.contains_key(p.as_str()),
+                            "{} waits on {p}, not unfinished",
+                            t.task_id
+                        );
+                    }
+                }
+                s => panic!("state {s:?}"),
+            }
+            assert!(t.blocks_done < t.block_num || t.state != "waiting");
+        }
+        let before: std::collections::HashSet<&str> = self
+            .m
+            .tensors
+            .iter()
+            .filter(|r| r.stage == "before_dispatch")
+            .map(|r| r.task_id.as_str())
+            .collect();
+        for r in self.m.tensors.iter().filter(|r| r.stage == "hang_snapshot") {
+            assert!(
+                listed.contains_key(r.task_id.as_str()),
+                "snapshot of {} which is not unfinished",
+                r.task_id
+            );
+            assert!(
+                before.contains(r.task_id.as_str()),
+                "snapshot of {} which was never dispatched",
+                r.task_id
+            );
+            assert!(matches!(r.role.as_str(), "output" | "inout"), "{}", r.role);
+        }
+        for r in self
+            .m
+            .tensors
+            .iter()
+            .filter(|r| r.stage == "after_completion")
+        {
+            assert!(
+                !listed.contains_key(r.task_id.as_str()),
+                "{} completed and is listed unfinished",
+                r.task_id
+            );
+        }
+    }
+}
+
+/// (task id, stage, arg index, role).
+pub type Key = (String, String, u32, String);
+
+pub fn key(r: &RecordJson) -> Key {
+    // Stage names sort as their order in a task (before < after < hang).
+    let stage = match r.stage.as_str() {
+        "before_dispatch" => "0",
+        "after_completion" => "1",
+        "hang_snapshot" => "2",
+        s => panic!("stage {s:?}"),
+    };
+    (r.task_id.clone(), stage.into(), r.arg_index, r.role.clone())
+}
+
+/// Every `before_dispatch` / `after_completion` record of `got` equals the
+/// same record of `reference` — metadata and payload bytes (the hang
+/// snapshots are checked elsewhere). Returns how many were compared.
+pub fn assert_records_match(got: &Loaded, reference: &Reference, what: &str) -> usize {
+    let mut compared = 0;
+    for r in got.m.tensors.iter().filter(|r| r.stage != "hang_snapshot") {
+        let k = key(r);
+        let (w, bytes) = reference
+            .records
+            .get(&k)
+            .unwrap_or_else(|| panic!("{what}: record {k:?} is not in the complete run"));
+        assert_eq!(
+            (&r.dtype, &r.shape, &r.bits),
+            (&w.dtype, &w.shape, &w.bits),
+            "{what}: {k:?}"
+        );
+        assert!(
+            got.bytes(r) == &reference.bin[bytes.clone()],
+            "{what}: {k:?}: payload differs from the complete run"
+        );
+        compared += 1;
+    }
+    compared
+}
+
+/// A complete run's records and payload.
+pub struct Reference {
+    pub records: HashMap<Key, (RecordJson, std::ops::Range<usize>)>,
+    pub bin: Vec<u8>,
+    /// Spawn to exit of the reference run.
+    pub wall: Duration,
+}
+
+impl Reference {
+    /// Run `args` (a complete dumping run) into `dir/run` and index it.
+    pub fn make(dir: &Path, args: &[&str]) -> Reference {
+        let t0 = Instant::now();
+        let mut all = args.to_vec();
+        all.extend(["--output", "run"]);
+        let o = run(dir, &all);
+        let wall = t0.elapsed();
+        assert_eq!(o.status.code(), Some(0), "reference run: {:?}", text(&o));
+        let l = Loaded::open(&dir.join("run"));
+        assert_eq!(l.m.status.as_deref(), Some("complete"));
+        let records =
+            l.m.tensors
+                .iter()
+                .map(|r| {
+                    let range = r.bin_offset as usize..(r.bin_offset + r.bin_size) as usize;
+                    (key(r), (r.clone(), range))
+                })
+                .collect();
+        Reference {
+            records,
+            bin: l.bin,
+            wall,
+        }
+    }
+}
+
+/// One complete CaseLarge dump (seed 7), shared by the tests that compare
+/// against it.
+pub fn case_large() -> &'static Reference {
+    static R: OnceLock<(tempfile::TempDir, Reference)> = OnceLock::new();
+    &R.get_or_init(|| {
+        let tmp = tempfile::tempdir().unwrap();
+        let r = Reference::make(tmp.path(), &CASE_LARGE);
+        (tmp, r)
+    })
+    .1
+}
+
+/// The CaseLarge run every kill test makes.
+pub const CASE_LARGE: [&str; 7] = [
+    "run",
+    "paged_attention",
+    "--case",
+    "CaseLarge",
+    "--seed",
+    "7",
+    "--dump-tensor",
+];
+
+/// `simpler dump view DIR --limit 1` loads the dump.
+pub fn assert_view_loads(cwd: &Path, run_dir: &Path) -> String {
+    let o = run(
+        cwd,
+        &["dump", "view", &run_dir.to_string_lossy(), "--limit", "1"],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "dump view {}: {err}",
+        run_dir.display()
+    );
+    out
+}
+
+/// Run `simpler args` with its working folder on a fresh tmpfs mounted
+/// with `options` (`size=64k`); returns its output and a copy of what it
+/// left there (`None`, with the reason printed, where no tmpfs can be
+/// mounted). As root the tmpfs is mounted here; otherwise inside
+/// `unshare -rm`, the copy taken before the namespace ends.
+pub fn on_tmpfs(options: &str, args: &[&str]) -> Option<(Output, tempfile::TempDir)> {
+    let mnt = tempfile::tempdir().unwrap();
+    let copy = tempfile::tempdir().unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", options, "tmpfs"])
+        .arg(mnt.path())
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if mounted {
+        let o = run(mnt.path(), args);
+        copy_all(mnt.path(), copy.path());
+        let ok = Command::new("umount")
+            .arg(mnt.path())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "umount {}", mnt.path().display());
+        return Some((o, copy));
+    }
+    const SCRIPT: &str = r#"mount -t tmpfs -o "$0" tmpfs "$1" || exit 97
+cd "$1" || exit 97
+out="$2"; shift 2
+"$@"; code=$?
+cp -a . "$out/"
+exit $code"#;
+    let o = Command::new("unshare")
+        .args(["-rm", "sh", "-c", SCRIPT, options])
+        .arg(mnt.path())
+        .arg(copy.path())
+        .arg(env!("CARGO_BIN_EXE_simpler"))
+        .args(args)
+        .env("SIMPLER_TEST_WORKLOADS", "1")
+        .output();
+    match o {
+        Ok(o) if o.status.code() != Some(97) => Some((o, copy)),
+        Ok(o) => {
+            eprintln!(
+                "SKIPPED: cannot mount a tmpfs, neither as root nor in `unshare -rm`: {}",
+                String::from_utf8_lossy(&o.stderr).trim()
+            );
+            None
+        }
+        Err(e) => {
+            eprintln!("SKIPPED: cannot mount a tmpfs (not root) and no unshare(1): {e}");
+            None
+        }
+    }
+}
+
+/// `cp -a SRC/. DST/`.
+fn copy_all(src: &Path, dst: &Path) {
+    let ok = Command::new("cp")
+        .arg("-a")
+        .arg(src.join("."))
+        .arg(dst)
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "cp -a {} {}", src.display(), dst.display());
+}

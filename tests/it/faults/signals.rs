@@ -1,0 +1,121 @@
+//! `simpler run paged_attention --case CaseLarge --dump-tensor` killed with
+//! SIGINT / SIGTERM at many points of its run: every kill leaves a
+//! manifest the viewer loads, whose records are byte-identical to a
+//! complete run of the same seed, no temporary file, and the exit code of
+//! the signal. A second signal aborts at once and leaves nothing.
+
+use std::{
+    path::Path,
+    time::{Duration, Instant},
+};
+
+use super::{
+    assert_no_tmp, assert_records_match, assert_view_loads, case_large, run, Loaded, Running,
+    CASE_LARGE,
+};
+
+/// Start CaseLarge into `dir/run`; returns once the run directory exists
+/// (the signal handlers are installed before it is created).
+fn start_case_large(dir: &Path) -> Running {
+    let mut args = CASE_LARGE.to_vec();
+    args.extend(["--output", "run"]);
+    let r = Running::start(dir, &args);
+    let end = Instant::now() + Duration::from_secs(60);
+    while !dir.join("run").exists() {
+        assert!(Instant::now() < end, "the run directory never appeared");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    r
+}
+
+#[test]
+fn case_large_killed_at_twelve_points_leaves_loadable_matching_dumps() {
+    let reference = case_large();
+    let span = reference.wall.as_secs_f64();
+    let mut killed = 0;
+    for i in 0..12 {
+        let (sig, code) = if i % 2 == 0 {
+            ("INT", 130)
+        } else {
+            ("TERM", 143)
+        };
+        // From 2 % to 79 % of a complete run's time (input generation,
+        // the graph, the export).
+        let at = Duration::from_secs_f64(span * (0.02 + 0.07 * i as f64));
+        let tmp = tempfile::tempdir().unwrap();
+        let mut child = start_case_large(tmp.path());
+        std::thread::sleep(at);
+        if child.child.try_wait().unwrap().is_some() {
+            eprintln!("kill point {i} ({at:?}): the run had already ended");
+            continue;
+        }
+        child.signal(sig);
+        let (status, err) = child.finish();
+        let what = format!("SIG{sig} after {at:?}");
+        assert_eq!(status, Some(code), "{what}: {err}");
+        killed += 1;
+        let l = Loaded::open(&tmp.path().join("run"));
+        l.check_structure();
+        match l.m.status.as_deref() {
+            Some("incomplete") => {
+                let reason = format!("interrupted by SIG{sig}");
+                assert_eq!(l.m.reason.as_deref(), Some(&*reason), "{what}");
+                assert!(err.contains(&format!("error: {reason}")), "{what}: {err}");
+            }
+            // The signal came after the last task completed.
+            _ => assert!(
+                err.contains("interrupted after the run had completed"),
+                "{what}: {err}"
+            ),
+        }
+        let n = assert_records_match(&l, reference, &what);
+        eprintln!(
+            "kill point {i}: SIG{sig} after {at:?}: {} records ({n} compared), {} hang snapshots, {} unfinished tasks, status {}",
+            l.m.tensors.len(),
+            l.m.hang_snapshot,
+            l.m.unfinished_tasks.as_ref().map_or(0, Vec::len),
+            l.m.status.as_deref().unwrap_or("?")
+        );
+        assert_no_tmp(tmp.path());
+        assert_view_loads(tmp.path(), Path::new("run"));
+    }
+    assert!(
+        killed >= 10,
+        "only {killed} of 12 kill points hit a running process"
+    );
+}
+
+#[test]
+fn a_second_signal_aborts_at_once_and_leaves_nothing() {
+    let span = case_large().wall;
+    for attempt in 0..3 {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut child = start_case_large(tmp.path());
+        std::thread::sleep(span / 3);
+        child.signal("INT");
+        // The first one is being handled: the run stops, the export begins.
+        child.wait_for_lines("stopping the run", 1);
+        child.signal("INT");
+        let (status, err) = child.finish();
+        assert_eq!(status, Some(130), "{err}");
+        if !err.contains("aborting, unfinished files removed") {
+            // The graceful stop finished before the second signal arrived.
+            eprintln!("attempt {attempt}: the export won the race; again");
+            continue;
+        }
+        assert!(
+            !tmp.path().join("run").exists(),
+            "left behind: {:?}",
+            super::files(tmp.path())
+        );
+        // The --output name is free again.
+        let o = run(
+            tmp.path(),
+            &["run", "vector_example", "--dump-tensor", "--output", "run"],
+        );
+        assert_eq!(o.status.code(), Some(0), "{:?}", super::text(&o));
+        assert_no_tmp(tmp.path());
+        return;
+    }
+    panic!("the second signal never arrived during the graceful stop");
+}
