@@ -229,7 +229,11 @@ impl Runtime {
             parker,
             self.cfg.timeout,
         );
-        let result = orch(&mut o, args).and_then(|()| o.finish());
+        // Cancelled before it started: the orchestration does not run.
+        let result = match self.cfg.cancel.reason() {
+            Some(r) => Err(RuntimeError::Cancelled(r)),
+            None => orch(&mut o, args).and_then(|()| o.finish()),
+        };
         // A timeout or a cancel does not wait for running kernels.
         let hang = matches!(
             shared.error(),
