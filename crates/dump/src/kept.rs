@@ -325,3 +325,50 @@ fn push_list(out: &mut Vec<u8>, v: &[u32]) {
     }
     out.push(b']');
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use simpler_core::{ChipTensor, TaskId};
+
+    fn kept(task: u32, stage: Stage, arg: u32, role: ArgRole) -> Kept {
+        let r = TensorRecord {
+            task_id: TaskId::new(1, task),
+            func_ids: [0; 3],
+            n_funcs: 1,
+            stage,
+            role,
+            arg_index: arg,
+            subject: Subject::Tensor(ChipTensor::contiguous(0x1000, &[4], DType::Float32)),
+            arena_offset: 0,
+            payload_len: 16,
+            truncated: false,
+        };
+        Tables::default().keep(&r, 0)
+    }
+
+    /// Within a task: every stage in order (a hang snapshot after the
+    /// completion records whatever the arg), then arg, then role.
+    #[test]
+    fn sort_keys_order_task_stage_arg_role() {
+        let order = [
+            kept(0, Stage::HangSnapshot, 255, ArgRole::Output),
+            kept(1, Stage::BeforeDispatch, 0, ArgRole::Input),
+            kept(1, Stage::BeforeDispatch, 255, ArgRole::InOut),
+            kept(1, Stage::AfterCompletion, 0, ArgRole::InOut),
+            kept(1, Stage::AfterCompletion, 0, ArgRole::Output),
+            kept(1, Stage::AfterCompletion, 255, ArgRole::Output),
+            kept(1, Stage::HangSnapshot, 0, ArgRole::InOut),
+            kept(1, Stage::HangSnapshot, 7, ArgRole::OutputExisting),
+            kept(2, Stage::BeforeDispatch, 0, ArgRole::Input),
+        ];
+        for w in order.windows(2) {
+            assert!(w[0].sort_key() < w[1].sort_key(), "{w:?}");
+        }
+        for k in &order {
+            assert_eq!(k.sort_key() as u32, 0, "the low 32 bits stay free");
+        }
+        assert_eq!(order[6].stage(), Stage::HangSnapshot);
+        assert_eq!(order[6].role(), ArgRole::InOut);
+    }
+}

@@ -31,7 +31,13 @@ impl Stage {
             Stage::BeforeDispatch => {
                 matches!(role, ArgRole::Input | ArgRole::InOut | ArgRole::NoDep)
             }
-            Stage::AfterCompletion | Stage::HangSnapshot => !matches!(role, ArgRole::Input),
+            Stage::AfterCompletion => !matches!(role, ArgRole::Input),
+            Stage::HangSnapshot => {
+                matches!(
+                    role,
+                    ArgRole::Output | ArgRole::OutputExisting | ArgRole::InOut
+                )
+            }
         }
     }
 }
@@ -199,5 +205,27 @@ impl TaskState {
             TaskState::Ready => "ready",
             TaskState::Waiting { .. } => "waiting",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hang_snapshot_takes_outputs_and_inouts_only() {
+        let roles = [
+            ArgRole::Input,
+            ArgRole::Output,
+            ArgRole::OutputExisting,
+            ArgRole::InOut,
+            ArgRole::NoDep,
+        ];
+        let taken: Vec<bool> = roles
+            .iter()
+            .map(|&r| Stage::HangSnapshot.takes(r))
+            .collect();
+        assert_eq!(taken, [false, true, true, true, false]);
+        assert_eq!(Stage::HangSnapshot.name(), "hang_snapshot");
     }
 }

@@ -168,7 +168,7 @@ fn dump_files_are_fsynced_before_their_rename_and_the_folder_after() {
             "-o",
         ])
         .arg(&log)
-        .arg(env!("CARGO_BIN_EXE_simpler"))
+        .arg(super::binary())
         .args(["run", "vector_example", "--dump-all", "--output", "r"])
         .current_dir(tmp.path())
         .output();

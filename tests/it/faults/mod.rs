@@ -4,6 +4,9 @@
 //! never finish, tmpfs mounts that fill up, two processes racing for one
 //! `--output`, closed pipes — and what was left is loaded and compared
 //! with a complete run of the same seed, payload byte for payload byte.
+//!
+//! `SIMPLER_TEST_BIN=/path/to/simpler` runs the suite against another build
+//! (how it was checked to fail on the code before these fixes).
 
 mod cli_numbers;
 mod disk;
@@ -22,9 +25,17 @@ use std::{
 
 use simpler_dump::manifest::{Manifest, RecordJson};
 
+/// The binary under test: this build, or `SIMPLER_TEST_BIN`.
+pub fn binary() -> PathBuf {
+    std::env::var_os("SIMPLER_TEST_BIN").map_or_else(
+        || PathBuf::from(env!("CARGO_BIN_EXE_simpler")),
+        PathBuf::from,
+    )
+}
+
 /// The `simpler` binary, test workloads enabled, in `cwd`.
 pub fn simpler(cwd: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_simpler"));
+    let mut c = Command::new(binary());
     c.current_dir(cwd).env("SIMPLER_TEST_WORKLOADS", "1");
     c
 }
@@ -420,7 +431,7 @@ exit $code"#;
         .args(["-rm", "sh", "-c", SCRIPT, options])
         .arg(mnt.path())
         .arg(copy.path())
-        .arg(env!("CARGO_BIN_EXE_simpler"))
+        .arg(binary())
         .args(args)
         .env("SIMPLER_TEST_WORKLOADS", "1")
         .output();
