@@ -31,27 +31,36 @@ fn start_case_large(dir: &Path) -> Running {
 #[test]
 fn case_large_killed_at_twelve_points_leaves_loadable_matching_dumps() {
     let reference = case_large();
-    let span = reference.wall.as_secs_f64();
-    let mut killed = 0;
-    for i in 0..12 {
+    // Kill points from 2 % to 79 % of a complete run's time (input
+    // generation, the graph, the export). The machine's speed drifts: a
+    // point that finds the run already over shrinks the span and is tried
+    // again.
+    let mut span = reference.wall.as_secs_f64();
+    let (mut killed, mut tries, mut i) = (0, 0, 0);
+    while i < 12 && tries < 30 {
+        tries += 1;
         let (sig, code) = if i % 2 == 0 {
             ("INT", 130)
         } else {
             ("TERM", 143)
         };
-        // From 2 % to 79 % of a complete run's time (input generation,
-        // the graph, the export).
         let at = Duration::from_secs_f64(span * (0.02 + 0.07 * i as f64));
         let tmp = tempfile::tempdir().unwrap();
         let mut child = start_case_large(tmp.path());
         std::thread::sleep(at);
         if child.child.try_wait().unwrap().is_some() {
-            eprintln!("kill point {i} ({at:?}): the run had already ended");
+            eprintln!("kill point {i} ({at:?}): the run had already ended; shrinking the span");
+            span *= 0.8;
             continue;
         }
         child.signal(sig);
         let (status, err) = child.finish();
         let what = format!("SIG{sig} after {at:?}");
+        if status == Some(0) {
+            // It exited between the check and the signal.
+            span *= 0.8;
+            continue;
+        }
         assert_eq!(status, Some(code), "{what}: {err}");
         killed += 1;
         let l = Loaded::open(&tmp.path().join("run"));
@@ -78,10 +87,11 @@ fn case_large_killed_at_twelve_points_leaves_loadable_matching_dumps() {
         );
         assert_no_tmp(tmp.path());
         assert_view_loads(tmp.path(), Path::new("run"));
+        i += 1;
     }
     assert!(
-        killed >= 10,
-        "only {killed} of 12 kill points hit a running process"
+        killed >= 10 && i == 12,
+        "only {killed} kill points of {i} hit a running process in {tries} tries"
     );
 }
 
