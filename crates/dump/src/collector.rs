@@ -394,10 +394,12 @@ impl DumpSession {
         self.hook.set(Arc::new(f));
     }
 
-    /// Wait for the collector and write the files (see [`crate::finish`]).
-    /// `unfinished` lists the tasks the run stopped before they completed
-    /// (written when `status` is incomplete). Every producer must have been
-    /// dropped.
+    /// Wait for the collector and write the files: the side files, then
+    /// the `.bin` and the manifest, each durably; on a full disk the `.bin`
+    /// is cut until the manifest fits (the records beyond are counted as
+    /// dropped, the status becomes incomplete). `unfinished` lists the
+    /// tasks the run stopped before they completed (written when `status`
+    /// is incomplete). Every producer must have been dropped.
     ///
     /// # Errors
     /// When not even the manifest could be written: every file and folder
