@@ -13,7 +13,7 @@ use std::{
     process::{Command, Output},
 };
 
-use common::{full_size, read_dump};
+use common::{assert_no_tmp, files, full_size, read_dump, text};
 use simpler_dump::manifest::Manifest;
 
 fn simpler(cwd: &Path, args: &[&str]) -> Output {
@@ -22,43 +22,6 @@ fn simpler(cwd: &Path, args: &[&str]) -> Output {
         .current_dir(cwd)
         .output()
         .expect("run simpler")
-}
-
-fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
-/// Every file under `dir`, relative, sorted.
-fn files(dir: &Path) -> Vec<PathBuf> {
-    fn walk(root: &Path, d: &Path, out: &mut Vec<PathBuf>) {
-        for e in std::fs::read_dir(d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                walk(root, &p, out);
-            } else {
-                out.push(p.strip_prefix(root).unwrap().to_path_buf());
-            }
-        }
-    }
-    let mut v = Vec::new();
-    if dir.exists() {
-        walk(dir, dir, &mut v);
-    }
-    v.sort();
-    v
-}
-
-fn assert_no_tmp(dir: &Path) {
-    for f in files(dir) {
-        assert!(
-            !f.to_string_lossy().ends_with(".tmp"),
-            "temporary file left behind: {}",
-            f.display()
-        );
-    }
 }
 
 /// The manifest is self-consistent and covers the `.bin` exactly.

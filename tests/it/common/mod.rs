@@ -2,7 +2,11 @@
 //! a temporary folder, read `tensor_dump.json` / `.bin` back, index records.
 #![allow(dead_code)]
 
-use std::{collections::HashMap, path::Path};
+use std::{
+    collections::HashMap,
+    path::{Path, PathBuf},
+    process::Output,
+};
 
 use simpler_dump::{manifest::Manifest, manifest::RecordJson, DumpConfig, DumpLevel, DumpPolicy};
 use simpler_runtime::{RunReport, Runtime, RuntimeConfig};
@@ -229,4 +233,43 @@ pub fn first_f32_diff(got: &[u8], want: &[u8]) -> Option<(usize, f32, f32)> {
         .enumerate()
         .find(|(_, (g, w))| g.to_bits() != w.to_bits())
         .map(|(i, (g, w))| (i, g, w))
+}
+
+/// stdout and stderr of a finished command, as text.
+pub fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// Every file under `dir`, relative, sorted (none when it does not exist).
+pub fn files(dir: &Path) -> Vec<PathBuf> {
+    fn walk(root: &Path, d: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else {
+                out.push(p.strip_prefix(root).unwrap().to_path_buf());
+            }
+        }
+    }
+    let mut v = Vec::new();
+    if dir.exists() {
+        walk(dir, dir, &mut v);
+    }
+    v.sort();
+    v
+}
+
+/// No temporary file anywhere under `dir`.
+pub fn assert_no_tmp(dir: &Path) {
+    for f in files(dir) {
+        assert!(
+            !f.to_string_lossy().ends_with(".tmp"),
+            "temporary file left behind: {}",
+            f.display()
+        );
+    }
 }

@@ -23,6 +23,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+pub use crate::common::{assert_no_tmp, files, text};
 use simpler_dump::manifest::{Manifest, RecordJson};
 
 /// The binary under test: this build, or `SIMPLER_TEST_BIN`.
@@ -43,14 +44,6 @@ pub fn simpler(cwd: &Path) -> Command {
 /// Run to the end.
 pub fn run(cwd: &Path, args: &[&str]) -> Output {
     simpler(cwd).args(args).output().expect("run simpler")
-}
-
-/// stdout and stderr as text.
-pub fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
 }
 
 /// A child whose stderr lines arrive on a channel as they are printed.
@@ -115,31 +108,6 @@ impl Running {
         }
         (status.code(), self.stderr.join("\n"))
     }
-}
-
-/// Every file under `dir`, recursively.
-pub fn files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    if let Ok(rd) = std::fs::read_dir(dir) {
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                out.extend(files(&p));
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
-}
-
-/// No temporary file anywhere under `dir`.
-pub fn assert_no_tmp(dir: &Path) {
-    let tmp: Vec<_> = files(dir)
-        .into_iter()
-        .filter(|p| p.to_string_lossy().ends_with(".tmp"))
-        .collect();
-    assert!(tmp.is_empty(), "temporary files left: {tmp:?}");
 }
 
 /// A dump read back: the manifest and the whole `.bin`.
