@@ -3,6 +3,7 @@
 
 mod common;
 mod flood;
+mod inputs;
 mod mixed_example;
 mod paged_attention;
 mod registry;
