@@ -18,6 +18,9 @@ use simpler_workloads::{flood, vector_example};
 
 use crate::cli::{BenchArgs, BenchName};
 
+mod large;
+mod submits;
+
 /// One bench's outcome.
 struct Outcome {
     name: &'static str,
@@ -36,6 +39,9 @@ pub fn bench(a: &BenchArgs) -> Result<ExitCode> {
         BenchName::DumpOverhead => dump_overhead(a)?,
         BenchName::DumpMemory => dump_memory(a)?,
         BenchName::Replay => replay(a)?,
+        BenchName::Large => large::large(a)?,
+        BenchName::Submits => submits::submits(a)?,
+        BenchName::SubmitInstructions => submits::submit_instructions(a)?,
     };
     if a.json {
         let results: Map<String, Value> = out

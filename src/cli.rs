@@ -200,6 +200,15 @@ pub enum BenchName {
     /// `insight-trace` of a CaseSmall1 SF dispatch end to end, and the pipe
     /// simulator's instructions per second.
     Replay,
+    /// CaseLarge end to end in one process, without and with a tensor
+    /// dump: whole and graph-run seconds, edges per task, µs per submit.
+    Large,
+    /// CaseLarge's orchestration (`--batches` batches) on kernels that do
+    /// nothing: what submitting costs the orchestrator.
+    Submits,
+    /// `submits` under callgrind: instructions per task and per submit
+    /// (needs valgrind; skipped with a message without it).
+    SubmitInstructions,
 }
 
 /// `simpler bench`.
@@ -213,6 +222,10 @@ pub struct BenchArgs {
     /// Tasks in the flood (dispatch).
     #[arg(long, default_value_t = 200_000)]
     pub tasks: u32,
+    /// Batches of CaseLarge's graph, 256 tasks each (submits,
+    /// submit-instructions).
+    #[arg(long, default_value_t = 32)]
+    pub batches: u32,
     /// Repetitions (A/B benches alternate their two runs); the best of
     /// each is reported, which filters out a noisy machine's slow runs.
     #[arg(long, default_value_t = 5)]

@@ -32,10 +32,11 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
     }
     let r = &out.report;
     println!(
-        "{} {case} (seed {}): {} tasks, {} dispatches on {} clusters / {} schedulers ({}) in {:.2} ms",
+        "{} {case} (seed {}): {} tasks, {} edges, {} dispatches on {} clusters / {} schedulers ({}) in {:.2} ms",
         w.name(),
         a.seed,
         r.tasks,
+        r.edges,
         r.dispatches,
         cfg.clusters,
         cfg.sched_threads,

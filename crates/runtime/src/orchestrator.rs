@@ -67,6 +67,10 @@ pub struct Orchestrator<'r> {
     deadline: Option<Instant>,
     timeout: Option<Duration>,
     peak_live: u64,
+    /// Dependency edges wired so far (each `Submitted::deps` entry).
+    edges: u64,
+    /// Time spent parked in [`Orchestrator::wait_until`].
+    waited: Duration,
 }
 
 impl<'r> Orchestrator<'r> {
@@ -95,7 +99,21 @@ impl<'r> Orchestrator<'r> {
             deadline: timeout.map(|t| Instant::now() + t),
             timeout,
             peak_live: 0,
+            edges: 0,
+            waited: Duration::ZERO,
         }
+    }
+
+    /// Dependency edges wired so far: for each task, the producers it had
+    /// to wait for (see [`Submitted::deps`]).
+    pub fn edges(&self) -> u64 {
+        self.edges
+    }
+
+    /// Time this orchestrator spent blocked (waiting for a task slot, GM,
+    /// or the producer of a scalar it reads).
+    pub fn waited(&self) -> Duration {
+        self.waited
     }
 
     /// Most task slots occupied (submitted, not yet complete) at one time.
@@ -121,8 +139,18 @@ impl<'r> Orchestrator<'r> {
     }
 
     /// Block (parked, no spinning) until `done()` holds, the run aborts or
-    /// the deadline passes.
-    fn wait_until(&self, done: impl Fn() -> bool) -> Result<(), RuntimeError> {
+    /// the deadline passes. Time spent blocked is added to `waited`.
+    fn wait_until(&mut self, done: impl Fn() -> bool) -> Result<(), RuntimeError> {
+        if done() {
+            return Ok(());
+        }
+        let start = Instant::now();
+        let r = self.park_until(done);
+        self.waited += start.elapsed();
+        r
+    }
+
+    fn park_until(&self, done: impl Fn() -> bool) -> Result<(), RuntimeError> {
         loop {
             if done() {
                 return Ok(());
@@ -175,7 +203,7 @@ impl<'r> Orchestrator<'r> {
         })
     }
 
-    fn alloc_gm(&self, bytes: u64) -> Result<u64, RuntimeError> {
+    fn alloc_gm(&mut self, bytes: u64) -> Result<u64, RuntimeError> {
         loop {
             match self.shared.gm.alloc(bytes) {
                 Ok(a) => return Ok(a),
@@ -185,9 +213,8 @@ impl<'r> Orchestrator<'r> {
                     if self.shared.outstanding.load(Ordering::Acquire) == 0 {
                         return Err(e.into());
                     }
-                    self.wait_until(|| {
-                        self.shared.counters.completed.load(Ordering::Acquire) != before
-                    })?;
+                    let shared = self.shared.clone();
+                    self.wait_until(|| shared.counters.completed.load(Ordering::Acquire) != before)?;
                 }
             }
         }
@@ -352,6 +379,7 @@ impl<'r> Orchestrator<'r> {
             .map(|d| d.id)
             .collect();
         dep_ids.sort();
+        self.edges += dep_ids.len() as u64;
         for t in &task.tensors {
             if !matches!(t.role, ArgRole::NoDep | ArgRole::Output) {
                 self.map

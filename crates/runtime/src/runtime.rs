@@ -23,6 +23,9 @@ pub struct RunReport {
     pub tasks: u64,
     /// Dispatches sent to cores (blocks × members).
     pub dispatches: u64,
+    /// Dependency edges: for each task, the producers it had to wait for
+    /// (the sum of [`crate::Submitted::deps`] lengths).
+    pub edges: u64,
     /// Most tasks live (submitted, not complete) at one time.
     pub peak_live_tasks: u64,
     /// GM bytes in use after the run (uploads and results; intermediates are freed).
@@ -31,6 +34,10 @@ pub struct RunReport {
     pub gm_peak_bytes: u64,
     /// Wall time of the run.
     pub wall: Duration,
+    /// Time the orchestration function ran, minus the time it was blocked
+    /// (waiting for a task slot, GM or a scalar's producer): what
+    /// submitting the graph cost the orchestrator thread.
+    pub orchestration: Duration,
     /// What the dump wrote, when dumping was on.
     pub dump: Option<simpler_dump::DumpSummary>,
 }
@@ -230,10 +237,13 @@ impl Runtime {
             self.cfg.timeout,
         );
         // Cancelled before it started: the orchestration does not run.
+        let orch_start = Instant::now();
         let result = match self.cfg.cancel.reason() {
             Some(r) => Err(RuntimeError::Cancelled(r)),
-            None => orch(&mut o, args).and_then(|()| o.finish()),
+            None => orch(&mut o, args),
         };
+        let orchestration = orch_start.elapsed().saturating_sub(o.waited());
+        let result = result.and_then(|()| o.finish());
         // A timeout or a cancel does not wait for running kernels.
         let hang = matches!(
             shared.error(),
@@ -245,6 +255,7 @@ impl Runtime {
         }
         let peak_live = o.peak_live_tasks();
         let live = o.live_tasks();
+        let edges = o.edges();
         drop(o);
         chip.stop_schedulers(hang);
         let unfinished = match shared.forced() {
@@ -262,10 +273,12 @@ impl Runtime {
         Ok(RunReport {
             tasks: shared.counters.completed.load(Ordering::Relaxed),
             dispatches: shared.counters.dispatches.load(Ordering::Relaxed),
+            edges,
             peak_live_tasks: peak_live,
             gm_used_bytes: self.gm.used(),
             gm_peak_bytes: self.gm.peak(),
             wall: start.elapsed(),
+            orchestration,
             dump,
         })
     }
