@@ -65,7 +65,11 @@ pub(super) fn large(a: &BenchArgs) -> Result<Outcome> {
         runs.push(run_once(&case, &plain, 0)?);
         remove(&dir)?;
         let d = run_once(&case, &dumping, 0)?;
-        let s = d.report.dump.as_ref().context("the dump run wrote no dump")?;
+        let s = d
+            .report
+            .dump
+            .as_ref()
+            .context("the dump run wrote no dump")?;
         if s.dropped_records != 0 || s.truncated != 0 {
             bail!("the CaseLarge dump lost records");
         }
@@ -83,16 +87,36 @@ pub(super) fn large(a: &BenchArgs) -> Result<Outcome> {
         name: "large",
         results: vec![
             ("whole_s", med(&|r| r.whole.as_secs_f64()), "s (median)"),
-            ("graph_run_s", med(&|r| r.report.wall.as_secs_f64()), "s (median)"),
-            ("edges_per_task", edges as f64 / tasks, "edges/task (most of the reps)"),
+            (
+                "graph_run_s",
+                med(&|r| r.report.wall.as_secs_f64()),
+                "s (median)",
+            ),
+            (
+                "edges_per_task",
+                edges as f64 / tasks,
+                "edges/task (most of the reps)",
+            ),
             (
                 "submit_us",
                 med(&|r| r.report.orchestration.as_secs_f64()) / tasks * 1e6,
                 "µs orchestrator time per submit (median)",
             ),
-            ("whole_dump_s", median(dump_whole.into_iter()), "s with --dump-tensor 2 (median)"),
-            ("setup_s", med(&|r| r.setup.as_secs_f64()), "s runtime + inputs + upload (median)"),
-            ("golden_s", med(&|r| r.golden.as_secs_f64()), "s download + f64 golden (median)"),
+            (
+                "whole_dump_s",
+                median(dump_whole.into_iter()),
+                "s with --dump-tensor 2 (median)",
+            ),
+            (
+                "setup_s",
+                med(&|r| r.setup.as_secs_f64()),
+                "s runtime + inputs + upload (median)",
+            ),
+            (
+                "golden_s",
+                med(&|r| r.golden.as_secs_f64()),
+                "s download + f64 golden (median)",
+            ),
             ("edges", edges as f64, "dependency edges (most of the reps)"),
         ],
         config,

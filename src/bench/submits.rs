@@ -21,7 +21,10 @@ use crate::cli::BenchArgs;
 /// parameters and hashes.
 const TOGGLES: [(&str, &str); 2] = [
     ("orch", "simpler_workloads::paged_attention::orchestrate*"),
-    ("submit", "simpler_runtime::orchestrator::Orchestrator::submit*"),
+    (
+        "submit",
+        "simpler_runtime::orchestrator::Orchestrator::submit*",
+    ),
 ];
 
 /// CaseLarge's graph with `batches` batches instead of 256 (256 tasks per
@@ -74,8 +77,16 @@ pub(super) fn submits(a: &BenchArgs) -> Result<Outcome> {
                 median(runs.iter().map(|r| r.orchestration.as_secs_f64())) / tasks * 1e6,
                 "µs orchestrator time per submit (median)",
             ),
-            ("edges_per_task", edges / tasks, "edges/task (most of the reps)"),
-            ("graph_run_s", median(runs.iter().map(|r| r.wall.as_secs_f64())), "s (median)"),
+            (
+                "edges_per_task",
+                edges / tasks,
+                "edges/task (most of the reps)",
+            ),
+            (
+                "graph_run_s",
+                median(runs.iter().map(|r| r.wall.as_secs_f64())),
+                "s (median)",
+            ),
             ("tasks", tasks, "tasks per run"),
             ("edges", edges, "dependency edges (most of the reps)"),
         ],
@@ -109,15 +120,23 @@ pub(super) fn submit_instructions(a: &BenchArgs) -> Result<Outcome> {
     let mut tasks = 0.0;
     for (key, symbol) in TOGGLES {
         let (instructions, run) = callgrind(a, symbol, &tmp.path().join(key))?;
-        tasks = run["results"]["tasks"].as_f64().context("no task count from the harness")?;
+        tasks = run["results"]["tasks"]
+            .as_f64()
+            .context("no task count from the harness")?;
         let per = instructions as f64 / tasks;
         results.push(if key == "orch" {
-            ("orch_instr_per_task", per, "instructions/task in the orchestration function")
+            (
+                "orch_instr_per_task",
+                per,
+                "instructions/task in the orchestration function",
+            )
         } else {
             ("submit_instr", per, "instructions per submit call")
         });
         if key == "orch" {
-            let e = run["results"]["edges_per_task"].as_f64().unwrap_or(f64::NAN);
+            let e = run["results"]["edges_per_task"]
+                .as_f64()
+                .unwrap_or(f64::NAN);
             results.push(("edges_per_task", e, "edges/task under callgrind"));
         }
     }
@@ -143,7 +162,12 @@ fn callgrind(a: &BenchArgs, symbol: &str, out: &Path) -> Result<(u64, Value)> {
         .arg(&exe)
         .args(["bench", "submits", "--json", "--reps", "1"])
         .args(["--batches", &a.batches.to_string()])
-        .args(["--arch", &a.chip.arch, "--clusters", &a.chip.clusters.to_string()])
+        .args([
+            "--arch",
+            &a.chip.arch,
+            "--clusters",
+            &a.chip.clusters.to_string(),
+        ])
         .args(["--sched-threads", &a.chip.sched_threads.to_string()])
         .args(["--gm-mib", &a.chip.gm_mib.to_string()])
         .output()
@@ -177,7 +201,10 @@ fn callgrind(a: &BenchArgs, symbol: &str, out: &Path) -> Result<(u64, Value)> {
 fn totals(text: &str) -> Option<u64> {
     text.lines()
         .rev()
-        .find_map(|l| l.strip_prefix("totals:").or_else(|| l.strip_prefix("summary:")))
+        .find_map(|l| {
+            l.strip_prefix("totals:")
+                .or_else(|| l.strip_prefix("summary:"))
+        })
         .and_then(|v| v.split_whitespace().next())
         .and_then(|n| n.parse().ok())
 }
@@ -188,7 +215,10 @@ mod tests {
 
     #[test]
     fn totals_reads_the_first_event() {
-        assert_eq!(totals("events: Ir\nfl=x\n0 3\ntotals: 1234 5\n"), Some(1234));
+        assert_eq!(
+            totals("events: Ir\nfl=x\n0 3\ntotals: 1234 5\n"),
+            Some(1234)
+        );
         assert_eq!(totals("events: Ir\nsummary: 77\n"), Some(77));
         assert_eq!(totals("events: Ir\n"), None);
     }

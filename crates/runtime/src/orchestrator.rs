@@ -214,7 +214,9 @@ impl<'r> Orchestrator<'r> {
                         return Err(e.into());
                     }
                     let shared = self.shared.clone();
-                    self.wait_until(|| shared.counters.completed.load(Ordering::Acquire) != before)?;
+                    self.wait_until(|| {
+                        shared.counters.completed.load(Ordering::Acquire) != before
+                    })?;
                 }
             }
         }
@@ -364,7 +366,8 @@ impl<'r> Orchestrator<'r> {
             if let Some(p) = self.lookup(t.desc.owner_task_id) {
                 deps.push(p);
             }
-            self.map.deps(&t.desc, access(t.role), live, &mut deps);
+            self.map
+                .deps(&t.desc, access(t.role), live, |t| deps.push(t.clone()));
         }
         for &a in &args.after {
             if let Some(p) = self.lookup(a) {
@@ -452,7 +455,7 @@ impl<'r> Orchestrator<'r> {
                 write: false,
             },
             |t: &Arc<Task>| !t.is_complete(),
-            &mut deps,
+            |t| deps.push(t.clone()),
         );
         self.wait_until(|| deps.iter().all(|d| d.is_complete()))?;
         // Row-major index → coordinates.

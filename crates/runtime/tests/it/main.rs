@@ -2,3 +2,4 @@
 
 mod runtime;
 mod stopped;
+mod tensormap;
