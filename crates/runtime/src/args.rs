@@ -131,6 +131,10 @@ impl TaskArgs {
     }
 
     fn tensor(mut self, a: TensorArg) -> TaskArgs {
+        // One allocation for the usual task (up to 8 tensors), not one per doubling.
+        if self.tensors.capacity() == 0 {
+            self.tensors.reserve(8);
+        }
         self.tensors.push((a, false));
         self.last_is_scalar = Some(false);
         self

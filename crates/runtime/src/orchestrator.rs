@@ -19,7 +19,7 @@ use simpler_core::{
 use crate::{
     scheduler::Shared,
     task::{Buffer, Member, Members, Task},
-    tensormap::{Access, TensorMap},
+    tensormap::{Access, Region, TensorMap},
     ArgRole, KernelRegistry, Kernels, RuntimeError, Scalar, TaskArgs, Tensor, TensorArg,
     TensorInfo,
 };
@@ -42,6 +42,13 @@ pub struct Submitted {
 struct Ring {
     next_local: u32,
     slots: Vec<Option<Arc<Task>>>,
+}
+
+/// The task `id` names, while it is in its slot and not finished.
+fn lookup(rings: &[Ring], window: u32, id: TaskId) -> Option<&Arc<Task>> {
+    let ring = rings.get(id.ring() as usize)?;
+    let t = ring.slots[(id.local() % window) as usize].as_ref()?;
+    (t.id == id && !t.is_complete()).then_some(t)
 }
 
 fn access(role: ArgRole) -> Access {
@@ -69,6 +76,12 @@ pub struct Orchestrator<'r> {
     peak_live: u64,
     /// Dependency edges wired so far (each `Submitted::deps` entry).
     edges: u64,
+    /// Scratch reused by every submit: the producers found, and each
+    /// tensor's region.
+    scratch_deps: Vec<Arc<Task>>,
+    scratch_regions: Vec<Option<Region>>,
+    /// Emptied buffer lists of closed scopes, reused by new scopes.
+    spare_scopes: Vec<Vec<Arc<Buffer>>>,
     /// Time spent parked in [`Orchestrator::wait_until`].
     waited: Duration,
 }
@@ -101,6 +114,9 @@ impl<'r> Orchestrator<'r> {
             peak_live: 0,
             edges: 0,
             waited: Duration::ZERO,
+            scratch_deps: Vec::new(),
+            scratch_regions: Vec::new(),
+            spare_scopes: Vec::new(),
         }
     }
 
@@ -172,10 +188,8 @@ impl<'r> Orchestrator<'r> {
         }
     }
 
-    fn lookup(&self, id: TaskId) -> Option<Arc<Task>> {
-        let ring = self.rings.get(id.ring() as usize)?;
-        let t = ring.slots[(id.local() % self.window) as usize].as_ref()?;
-        (t.id == id && !t.is_complete()).then(|| t.clone())
+    fn lookup(&self, id: TaskId) -> Option<&Arc<Task>> {
+        lookup(&self.rings, self.window, id)
     }
 
     fn resolve(&self, kernels: Kernels) -> Result<Members, RuntimeError> {
@@ -299,7 +313,7 @@ impl<'r> Orchestrator<'r> {
         }
 
         let mut tensors = Vec::with_capacity(args.tensors.len());
-        let mut buffers = Vec::new();
+        let mut buffers = Vec::with_capacity(args.tensors.len());
         let mut outputs = Vec::new();
         for (i, (arg, dump)) in args.tensors.iter().enumerate() {
             match arg {
@@ -356,40 +370,7 @@ impl<'r> Orchestrator<'r> {
         ));
         self.submitted += 1;
 
-        // Wire dependencies.
-        let mut deps: Vec<Arc<Task>> = Vec::new();
-        let live = |t: &Arc<Task>| !t.is_complete();
-        for t in &task.tensors {
-            if matches!(t.role, ArgRole::NoDep | ArgRole::Output) {
-                continue;
-            }
-            if let Some(p) = self.lookup(t.desc.owner_task_id) {
-                deps.push(p);
-            }
-            self.map
-                .deps(&t.desc, access(t.role), live, |t| deps.push(t.clone()));
-        }
-        for &a in &args.after {
-            if let Some(p) = self.lookup(a) {
-                deps.push(p);
-            }
-        }
-        deps.sort_by_key(|t| Arc::as_ptr(t) as usize);
-        deps.dedup_by(|a, b| Arc::ptr_eq(a, b));
-        let mut dep_ids: Vec<TaskId> = deps
-            .iter()
-            .filter(|d| d.add_dependent(&task))
-            .map(|d| d.id)
-            .collect();
-        dep_ids.sort();
-        self.edges += dep_ids.len() as u64;
-        for t in &task.tensors {
-            if !matches!(t.role, ArgRole::NoDep | ArgRole::Output) {
-                self.map
-                    .register(&t.desc, access(t.role), task.clone(), live);
-            }
-        }
-
+        let dep_ids = self.wire(&task, &args.after);
         self.rings[ring].slots[slot] = Some(task.clone());
         self.rings[ring].next_local = local.wrapping_add(1);
         self.shared.outstanding.fetch_add(1, Ordering::AcqRel);
@@ -406,6 +387,63 @@ impl<'r> Orchestrator<'r> {
         })
     }
 
+    /// Find the producers `task` waits for — creators of the tensors it
+    /// reads, the TensorMap's frontier, explicit `after`s — make it their
+    /// dependent, and register its accesses. Returns the ids of those it
+    /// waits for (the ones not finished), ascending.
+    fn wire(&mut self, task: &Arc<Task>, after: &[TaskId]) -> Vec<TaskId> {
+        let mut deps = std::mem::take(&mut self.scratch_deps);
+        let mut regions = std::mem::take(&mut self.scratch_regions);
+        // A producer found twice (a creator that is also a writer, the
+        // writer and reader entries of an inout) is kept once: the mark
+        // is this submit's number.
+        let mark = self.submitted;
+        let mut take = |p: &Arc<Task>| {
+            if p.mark(mark) {
+                deps.push(p.clone());
+            }
+        };
+        let live = |t: &Arc<Task>| !t.is_complete();
+        for t in &task.tensors {
+            let tracked = !matches!(t.role, ArgRole::NoDep | ArgRole::Output);
+            let region = Region::of(&t.desc).filter(|_| tracked);
+            regions.push(region);
+            if !tracked {
+                continue;
+            }
+            if let Some(p) = lookup(&self.rings, self.window, t.desc.owner_task_id) {
+                take(p);
+            }
+            if let Some(r) = &region {
+                self.map
+                    .deps_of(t.desc.addr, r, access(t.role), live, &mut take);
+            }
+        }
+        for &a in after {
+            if let Some(p) = lookup(&self.rings, self.window, a) {
+                take(p);
+            }
+        }
+        let mut ids: Vec<TaskId> = deps
+            .iter()
+            .filter(|d| d.add_dependent(task))
+            .map(|d| d.id)
+            .collect();
+        ids.sort_unstable();
+        self.edges += ids.len() as u64;
+        for (t, r) in task.tensors.iter().zip(&regions) {
+            if let Some(r) = r {
+                self.map
+                    .register_of(t.desc.addr, *r, access(t.role), task.clone(), live);
+            }
+        }
+        deps.clear();
+        regions.clear();
+        self.scratch_deps = deps;
+        self.scratch_regions = regions;
+        ids
+    }
+
     /// Run `f` in a nested scope. Tensors allocated inside are reclaimed once
     /// the scope has ended and every task using them has completed.
     ///
@@ -415,18 +453,22 @@ impl<'r> Orchestrator<'r> {
         &mut self,
         f: impl FnOnce(&mut Self) -> Result<R, RuntimeError>,
     ) -> Result<R, RuntimeError> {
-        self.scopes.push(Vec::new());
+        self.scopes
+            .push(self.spare_scopes.pop().unwrap_or_default());
         let r = f(self);
         self.close_scope();
         r
     }
 
     fn close_scope(&mut self) {
-        let bufs = self.scopes.pop().unwrap_or_default();
-        for b in bufs {
+        let mut bufs = self.scopes.pop().unwrap_or_default();
+        for b in bufs.drain(..) {
             self.live.remove(&b.addr);
             self.map.forget(b.addr);
             b.release(&self.shared.gm);
+        }
+        if self.spare_scopes.len() < MAX_RINGS * 4 {
+            self.spare_scopes.push(bufs);
         }
     }
 
@@ -446,7 +488,7 @@ impl<'r> Orchestrator<'r> {
         }
         let mut deps = Vec::new();
         if let Some(p) = self.lookup(desc.owner_task_id) {
-            deps.push(p);
+            deps.push(p.clone());
         }
         self.map.deps(
             desc,

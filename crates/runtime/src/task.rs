@@ -1,7 +1,7 @@
 //! A submitted task and the GM buffers it keeps alive.
 
 use std::sync::{
-    atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering},
+    atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering},
     Arc,
 };
 
@@ -79,7 +79,45 @@ impl Members {
 #[derive(Debug, Default)]
 struct DepState {
     completed: bool,
-    dependents: Vec<Arc<Task>>,
+    dependents: Dependents,
+}
+
+/// The tasks waiting for one task: the first two inline (most tasks have
+/// one or two, so no allocation), the rest in a vector.
+#[derive(Debug, Default)]
+pub(crate) struct Dependents {
+    inline: [Option<Arc<Task>>; 2],
+    more: Vec<Arc<Task>>,
+}
+
+impl Dependents {
+    fn push(&mut self, t: Arc<Task>) {
+        match self.inline.iter_mut().find(|s| s.is_none()) {
+            Some(slot) => *slot = Some(t),
+            None => self.more.push(t),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.inline[0].is_none()
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Arc<Task>> {
+        self.inline.iter().flatten().chain(&self.more)
+    }
+}
+
+impl IntoIterator for Dependents {
+    type Item = Arc<Task>;
+    type IntoIter = std::iter::Chain<
+        std::iter::Flatten<std::array::IntoIter<Option<Arc<Task>>, 2>>,
+        std::vec::IntoIter<Arc<Task>>,
+    >;
+
+    /// In the order they were added.
+    fn into_iter(self) -> Self::IntoIter {
+        self.inline.into_iter().flatten().chain(self.more)
+    }
 }
 
 /// A submitted task. Shared between the orchestrator (dependency edges), the
@@ -109,6 +147,9 @@ pub(crate) struct Task {
     /// A subtask's kernel failed: its outputs are not results.
     failed: AtomicBool,
     deps: Mutex<DepState>,
+    /// Number of the last submit that found this task as a producer (only
+    /// the orchestrator thread touches it): deduplicates without sorting.
+    mark: AtomicU64,
 }
 
 impl Task {
@@ -148,6 +189,7 @@ impl Task {
             complete: AtomicBool::new(false),
             failed: AtomicBool::new(false),
             deps: Mutex::new(DepState::default()),
+            mark: AtomicU64::new(u64::MAX),
         }
     }
 
@@ -167,6 +209,12 @@ impl Task {
 
     pub fn is_complete(&self) -> bool {
         self.complete.load(Ordering::Acquire)
+    }
+
+    /// Mark this task as found by submit number `m`; false when it
+    /// already was (a duplicate).
+    pub fn mark(&self, m: u64) -> bool {
+        self.mark.swap(m, Ordering::Relaxed) != m
     }
 
     /// Make `consumer` wait for this task. Returns false when this task has
@@ -251,7 +299,7 @@ impl Task {
     }
 
     /// Mark complete and take the dependents to release.
-    pub fn mark_complete(&self) -> Vec<Arc<Task>> {
+    pub fn mark_complete(&self) -> Dependents {
         let mut d = self.deps.lock();
         d.completed = true;
         self.complete.store(true, Ordering::Release);

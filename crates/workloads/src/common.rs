@@ -4,7 +4,7 @@
 //! (no direct GM access), or on the host for input generation and goldens.
 
 use half::bf16;
-use rand::Rng;
+use rand::distributions::{Distribution, Uniform};
 use rand_chacha::ChaCha8Rng;
 use simpler_core::{ChipTensor, DType, KResult, KernelError};
 use simpler_isa::{BufKind, Core, Tile};
@@ -175,16 +175,68 @@ fn flatten_2d(t: &ChipTensor, rows: u32, cols: u32) -> KResult<ChipTensor> {
     Ok(v)
 }
 
-/// `n` values uniform in `[-1, 1]` rounded to bf16 (bits).
+/// `n` values uniform in `[-1, 1]` rounded to bf16 (bits), drawn from
+/// `rng` as [`fill_uniform`] does.
 pub(crate) fn uniform_bf16(rng: &mut ChaCha8Rng, n: usize) -> Vec<u16> {
-    (0..n)
-        .map(|_| bf16::from_f32(rng.gen_range(-1.0f32..=1.0)).to_bits())
-        .collect()
+    let mut out = vec![0u16; n];
+    fill_uniform(rng, &mut out, |x| bf16::from_f32(x).to_bits());
+    out
 }
 
-/// `n` values uniform in `[-1, 1]` as f32.
+/// `n` values uniform in `[-1, 1]` as f32, drawn from `rng` as
+/// [`fill_uniform`] does.
 pub(crate) fn uniform_f32(rng: &mut ChaCha8Rng, n: usize) -> Vec<f32> {
-    (0..n).map(|_| rng.gen_range(-1.0f32..=1.0)).collect()
+    let mut out = vec![0f32; n];
+    fill_uniform(rng, &mut out, |x| x);
+    out
+}
+
+/// Elements below which a chunk is not worth a thread.
+const GEN_CHUNK: usize = 1 << 16;
+
+/// Fill `out` with `f(x)`, `x` uniform in `[-1, 1]`: exactly the values
+/// `rng.gen_range(-1.0f32..=1.0)` gives element after element (one 32-bit
+/// word of the stream each; the range sampler is built once instead of
+/// per element), leaving `rng` where that loop would. Chunks run on
+/// scoped threads, each on a copy of the stream moved to its chunk's word
+/// position, so the result does not depend on the chunking.
+fn fill_uniform<T: Send>(rng: &mut ChaCha8Rng, out: &mut [T], f: impl Fn(f32) -> T + Sync) {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(out.len().div_ceil(GEN_CHUNK));
+    fill_uniform_on(rng, out, f, threads);
+}
+
+/// [`fill_uniform`] on `threads` chunks.
+fn fill_uniform_on<T: Send>(
+    rng: &mut ChaCha8Rng,
+    out: &mut [T],
+    f: impl Fn(f32) -> T + Sync,
+    threads: usize,
+) {
+    let dist = Uniform::new_inclusive(-1.0f32, 1.0);
+    let start = rng.get_word_pos();
+    let per = out.len().div_ceil(threads.max(1)).max(1);
+    let fill = |k: usize, chunk: &mut [T]| {
+        let mut r = rng.clone();
+        r.set_word_pos(start + (k * per) as u128);
+        for o in chunk {
+            *o = f(dist.sample(&mut r));
+        }
+    };
+    std::thread::scope(|s| {
+        let mut chunks = out.chunks_mut(per).enumerate();
+        // The first chunk runs here; the others on their own threads.
+        let first = chunks.next();
+        for (k, chunk) in chunks {
+            let fill = &fill;
+            s.spawn(move || fill(k, chunk));
+        }
+        if let Some((k, chunk)) = first {
+            fill(k, chunk);
+        }
+    });
+    rng.set_word_pos(start + out.len() as u128);
 }
 
 /// A runtime error for a malformed orchestration argument.
@@ -213,4 +265,28 @@ pub(crate) fn expect_tensor(
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, RngCore, SeedableRng};
+
+    #[test]
+    fn parallel_draws_equal_the_sequential_loop_for_any_chunking() {
+        let n = 3 * GEN_CHUNK + 17;
+        let mut seq = ChaCha8Rng::seed_from_u64(5);
+        seq.next_u32(); // start off a block boundary
+        let want: Vec<f32> = (0..n).map(|_| seq.gen_range(-1.0f32..=1.0)).collect();
+        let after = seq.next_u64();
+        for threads in [1, 2, 3, 7, 64] {
+            let mut rng = ChaCha8Rng::seed_from_u64(5);
+            rng.next_u32();
+            let mut got = vec![0f32; n];
+            fill_uniform_on(&mut rng, &mut got, |x| x, threads);
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert!(bits(&got) == bits(&want), "{threads} threads");
+            assert_eq!(rng.next_u64(), after, "{threads} threads: stream position");
+        }
+    }
 }

@@ -22,10 +22,6 @@ pub(crate) struct Region {
     ndims: u8,
     shapes: [u32; MAX_DIMS],
     strides: [u32; MAX_DIMS],
-    /// Coordinates of the first element in the box the strides describe,
-    /// when every element's coordinates can be recovered from its offset
-    /// (then box tests are exact).
-    origin: Option<Origin>,
 }
 
 impl Region {
@@ -58,16 +54,9 @@ impl Region {
             ndims: nd as u8,
             shapes: [0; MAX_DIMS],
             strides: [0; MAX_DIMS],
-            origin: None,
         };
         r.shapes[..nd].copy_from_slice(shape);
         r.strides[..nd].copy_from_slice(strides);
-        // A dense view meets a strided one of its layout (a tile of a
-        // matrix and a column band) through the box test too; only a 1-D
-        // dense view never needs it.
-        if !(dense && nd == 1) {
-            r.origin = box_origin(&r);
-        }
         Some(r)
     }
 
@@ -90,9 +79,11 @@ impl Region {
         if (self.dense && o.dense) || !self.same_layout(o) {
             return true;
         }
-        match (&self.origin, &o.origin) {
+        // Computed here, not stored: most views are dense and never need it.
+        match (box_origin(self), box_origin(o)) {
             (Some(a), Some(b)) => (0..usize::from(self.ndims)).all(|d| {
-                a[d] < b[d] + u64::from(o.shapes[d]) && b[d] < a[d] + u64::from(self.shapes[d])
+                let (a0, b0) = (u128::from(a[d]), u128::from(b[d]));
+                a0 < b0 + u128::from(o.shapes[d]) && b0 < a0 + u128::from(self.shapes[d])
             }),
             _ => true,
         }
@@ -114,9 +105,10 @@ impl Region {
         if self.start == o.start && self.shapes == o.shapes {
             return true;
         }
-        match (&self.origin, &o.origin) {
+        match (box_origin(self), box_origin(o)) {
             (Some(a), Some(b)) => (0..usize::from(self.ndims)).all(|d| {
-                a[d] <= b[d] && b[d] + u64::from(o.shapes[d]) <= a[d] + u64::from(self.shapes[d])
+                let (a0, b0) = (u128::from(a[d]), u128::from(b[d]));
+                a0 <= b0 && b0 + u128::from(o.shapes[d]) <= a0 + u128::from(self.shapes[d])
             }),
             _ => false,
         }
@@ -155,7 +147,8 @@ fn box_origin(r: &Region) -> Option<Origin> {
     let mut span: u128 = 0;
     for k in (0..nd).rev() {
         let d = order[k];
-        span += u128::from(out[d] + u64::from(r.shapes[d]) - 1) * u128::from(r.strides[d]);
+        let last = u128::from(out[d]) + u128::from(r.shapes[d]) - 1;
+        span += last * u128::from(r.strides[d]);
         if k > 0 && span >= u128::from(r.strides[order[k - 1]]) {
             return None;
         }
