@@ -244,10 +244,11 @@ pub(crate) fn orch_err(msg: impl Into<String>) -> RuntimeError {
     RuntimeError::Orchestration(msg.into())
 }
 
-/// Widen bf16 bits to f64 (exact).
+/// Widen bf16 bits to f64, exactly: a bf16 is the top half of an f32
+/// (the golden's inner loops call this per element; a NaN stays a NaN).
 #[inline]
 pub(crate) fn bf16_f64(b: u16) -> f64 {
-    f64::from(bf16::from_bits(b).to_f32())
+    f64::from(f32::from_bits(u32::from(b) << 16))
 }
 
 /// Check that an orchestration tensor has the expected rank and dtype.
@@ -271,6 +272,18 @@ pub(crate) fn expect_tensor(
 mod tests {
     use super::*;
     use rand::{Rng, RngCore, SeedableRng};
+
+    #[test]
+    fn bf16_widening_is_exact_for_every_bit_pattern() {
+        for b in 0..=u16::MAX {
+            let want = f64::from(bf16::from_bits(b).to_f32());
+            let got = bf16_f64(b);
+            assert!(
+                got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                "0x{b:04x}: {got} vs {want}"
+            );
+        }
+    }
 
     #[test]
     fn parallel_draws_equal_the_sequential_loop_for_any_chunking() {

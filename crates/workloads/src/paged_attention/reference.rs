@@ -29,6 +29,11 @@ pub fn reference(case: &PaCase, inp: &Inputs) -> Vec<f64> {
 }
 
 /// One batch's `[H, D]` output into `out`.
+///
+/// The loops run over heads innermost (query transposed, weights stored
+/// per token), so every inner loop is a multiply-add across independent
+/// lanes that the compiler vectorises; each sum still runs over `d` and
+/// over tokens in order, so the result is the plain formula's, bit for bit.
 fn batch(case: &PaCase, inp: &Inputs, b: usize, out: &mut [f64]) {
     let (h, d, bs) = (
         case.num_heads as usize,
@@ -38,56 +43,63 @@ fn batch(case: &PaCase, inp: &Inputs, b: usize, out: &mut [f64]) {
     let maxb = case.max_blocks_per_seq() as usize;
     let ctx = inp.context_lens[b].max(0) as usize;
     let scale = f64::from(inp.scale);
-    let q: Vec<f64> = inp.query[b * h * d..(b + 1) * h * d]
-        .iter()
-        .map(|&x| bf16_f64(x))
-        .collect();
+    // qt[i][head] = q[head][i]
+    let mut qt = vec![0.0f64; d * h];
+    for (hi, qh) in inp.query[b * h * d..(b + 1) * h * d]
+        .chunks_exact(d)
+        .enumerate()
+    {
+        for (i, &x) in qh.iter().enumerate() {
+            qt[i * h + hi] = bf16_f64(x);
+        }
+    }
     let row = |t: usize| {
         let phys = inp.block_table[b * maxb + t / bs] as usize;
         (phys * bs + t % bs) * d
     };
-    // scores[h][t]
-    let mut scores = vec![0.0f64; h * ctx];
-    let mut kv = vec![0.0f64; d];
-    for t in 0..ctx {
+    // w[t][head]: scores, then softmax weights (unnormalised).
+    let mut w = vec![0.0f64; ctx * h];
+    for (t, wt) in w.chunks_exact_mut(h).enumerate() {
         let r = row(t);
-        for (x, &k) in kv.iter_mut().zip(&inp.key_cache[r..r + d]) {
-            *x = bf16_f64(k);
+        for (&k, qi) in inp.key_cache[r..r + d].iter().zip(qt.chunks_exact(h)) {
+            let k = bf16_f64(k);
+            for (s, &q) in wt.iter_mut().zip(qi) {
+                *s += q * k;
+            }
         }
-        for hi in 0..h {
-            let qh = &q[hi * d..(hi + 1) * d];
-            let dot: f64 = qh.iter().zip(&kv).map(|(a, b)| a * b).sum();
-            scores[hi * ctx + t] = scale * dot;
+        for s in wt.iter_mut() {
+            *s *= scale;
         }
     }
-    // Softmax weights in place.
-    let mut denom = vec![0.0f64; h];
-    for hi in 0..h {
-        let s = &mut scores[hi * ctx..(hi + 1) * ctx];
-        let m = s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let mut sum = 0.0;
-        for x in s.iter_mut() {
-            *x = (*x - m).exp();
-            sum += *x;
+    let mut m = vec![f64::NEG_INFINITY; h];
+    for wt in w.chunks_exact(h) {
+        for (m, &s) in m.iter_mut().zip(wt) {
+            *m = m.max(s);
         }
-        denom[hi] = sum;
+    }
+    let mut denom = vec![0.0f64; h];
+    for wt in w.chunks_exact_mut(h) {
+        for ((s, &m), den) in wt.iter_mut().zip(&m).zip(&mut denom) {
+            *s = (*s - m).exp();
+            *den += *s;
+        }
     }
     out.fill(0.0);
-    for t in 0..ctx {
+    let mut v = vec![0.0f64; d];
+    for (t, wt) in w.chunks_exact(h).enumerate() {
         let r = row(t);
-        for (x, &v) in kv.iter_mut().zip(&inp.value_cache[r..r + d]) {
-            *x = bf16_f64(v);
+        for (x, &e) in v.iter_mut().zip(&inp.value_cache[r..r + d]) {
+            *x = bf16_f64(e);
         }
-        for hi in 0..h {
-            let p = scores[hi * ctx + t];
-            for (o, &v) in out[hi * d..(hi + 1) * d].iter_mut().zip(&kv) {
-                *o += p * v;
+        for (oh, &p) in out.chunks_exact_mut(d).zip(wt) {
+            for (o, &x) in oh.iter_mut().zip(&v) {
+                *o += p * x;
             }
         }
     }
-    for hi in 0..h {
-        for o in &mut out[hi * d..(hi + 1) * d] {
-            *o /= denom[hi];
+    for (oh, &den) in out.chunks_exact_mut(d).zip(&denom) {
+        for o in oh {
+            *o /= den;
         }
     }
 }

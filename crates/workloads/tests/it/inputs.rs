@@ -1,12 +1,12 @@
-//! Generated inputs are pinned: a hash of every case's inputs for seeds 0
-//! and 1, taken from the single-threaded generator before input generation
-//! was made parallel (issue 11). A change of the draw order, of the
-//! sampler or of the chunking shows up here, not as a silently different
-//! workload.
+//! Generated inputs and the paged_attention golden are pinned: hashes
+//! taken from the single-threaded generator and the plain reference
+//! before both were made faster (issue 11). A change of the draw order,
+//! of the sampler, of the chunking or of the reference's summation order
+//! shows up here, not as a silently different workload or golden.
 
 use simpler_workloads::{
     flood, mixed_example,
-    paged_attention::{Inputs, PaCase},
+    paged_attention::{reference, Inputs, PaCase},
 };
 
 /// FNV-1a over 64 bits: stable across platforms and releases.
@@ -76,6 +76,23 @@ fn flood_and_mixed_example_inputs_are_pinned() {
         ("mixed_example", 0, 0x3087_9d59_8566_3027),
         ("flood", 1, 0x09a7_5afc_8a2d_d096),
         ("mixed_example", 1, 0xf3c3_e208_76ee_e097),
+    ];
+    assert_eq!(got, want);
+}
+
+#[test]
+fn paged_attention_reference_is_pinned() {
+    let mut got = Vec::new();
+    for case in ["CaseSmall1", "CaseSmall2", "CaseLarge"] {
+        let c = PaCase::by_name(case).expect("case");
+        let r = reference(&c, &Inputs::generate(&c, 0));
+        let bits: Vec<u64> = r.iter().map(|x| x.to_bits()).collect();
+        got.push((case, fnv(&[bytemuck::cast_slice(&bits)])));
+    }
+    let want = [
+        ("CaseSmall1", 0x4cc5_868d_4cd6_34a2),
+        ("CaseSmall2", 0x3d07_96a0_9886_8b97),
+        ("CaseLarge", 0x2535_4233_7752_5840),
     ];
     assert_eq!(got, want);
 }
