@@ -103,6 +103,7 @@ pub(super) fn submit_instructions(a: &BenchArgs) -> Result<Outcome> {
         bail!("--batches 0: expected at least one batch");
     }
     let mut config = chip_config(a)?;
+    config.remove("reps"); // each callgrind run is one rep
     config.insert("batches".into(), json!(a.batches));
     if Command::new("valgrind").arg("--version").output().is_err() {
         let why = "valgrind not found on PATH (install valgrind to count instructions)";

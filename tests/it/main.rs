@@ -2,6 +2,7 @@
 //! process start) — modules by topic.
 
 mod args_dump;
+mod bench;
 mod cli;
 mod common;
 mod dump_cli;

@@ -34,8 +34,14 @@ pub struct Submitted {
     pub task_id: TaskId,
     /// Tensors allocated for its `output(..)` arguments, in order.
     pub outputs: Vec<Tensor>,
-    /// Tasks it waits for (those still incomplete when it was submitted),
-    /// in ascending id order: the inferred edges, for diagnostics.
+    /// Tasks it waits for, in ascending id order: the inferred edges, for
+    /// diagnostics. This is the *reduced* set — the creators of what it
+    /// reads and the TensorMap's frontier (the latest writer of each region
+    /// it touches, plus, for a writer, the readers since) — not every
+    /// earlier conflicting task: an access that a later writer fully
+    /// covered is represented by that writer, which waits for it (partial
+    /// overlaps keep their edges). Tasks that had finished by the time
+    /// this one was submitted need no edge and are not listed.
     pub deps: Vec<TaskId>,
 }
 
@@ -280,7 +286,8 @@ impl<'r> Orchestrator<'r> {
 
     /// Submit a task. Dependencies are inferred from its tensors: the task
     /// that created each runtime-allocated tensor, and earlier readers and
-    /// writers of overlapping regions (TensorMap).
+    /// writers of overlapping regions (the [`TensorMap`](crate::tensormap)'s
+    /// frontier; see [`Submitted::deps`]).
     ///
     /// # Errors
     /// Unknown func id, wrong core type, more than 32 tensors or 16 scalars,

@@ -1,0 +1,153 @@
+//! `simpler bench large`, `submits` and `submit-instructions` as a user
+//! runs them: JSON per DESIGN §10, the edge bound, the callgrind harness
+//! and its skip path (issue 11).
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn simpler(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_simpler"))
+        .args(args)
+        .output()
+        .expect("run simpler")
+}
+
+/// The one JSON object a `--json` bench prints.
+fn json(o: &Output) -> Value {
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "stdout: {out}\nstderr: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("not one JSON object ({e}): {out}"))
+}
+
+fn num(v: &Value, key: &str) -> f64 {
+    v["results"][key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no number results.{key} in {v}"))
+}
+
+/// CaseLarge's graph per batch: 64 key blocks of QK → SF → PV → UP with
+/// the UPs chained. The reduced edges: SF←QK, PV←SF, UP←SF, UP←PV and
+/// UP←previous UP (none for the first) = 5 per block but 1 per batch.
+fn reduced_edges(batches: u64) -> u64 {
+    batches * (64 * 5 - 1)
+}
+
+#[test]
+fn bench_large_reports_the_design_metrics() {
+    let v = json(&simpler(&["bench", "large", "--json", "--reps", "1"]));
+    assert_eq!(v["bench"], "large");
+    assert_eq!(v["config"]["case"], "CaseLarge");
+    let tasks = v["config"]["tasks"].as_f64().expect("config.tasks");
+    assert_eq!(tasks, 65_536.0);
+    for k in [
+        "whole_s",
+        "graph_run_s",
+        "submit_us",
+        "whole_dump_s",
+        "setup_s",
+        "golden_s",
+    ] {
+        assert!(num(&v, k) > 0.0, "{k} in {v}");
+    }
+    assert!(num(&v, "graph_run_s") < num(&v, "whole_s"), "{v}");
+    // Finished producers need no edge, so the count may fall short of the
+    // reduced graph's, never exceed it.
+    let edges = num(&v, "edges");
+    assert!(edges > 0.0 && edges <= reduced_edges(256) as f64, "{v}");
+    assert_eq!(num(&v, "edges_per_task"), edges / tasks);
+    assert!(num(&v, "edges_per_task") <= 1.5, "{v}");
+}
+
+#[test]
+fn bench_large_table_names_each_metric() {
+    let o = simpler(&["bench", "large", "--reps", "1"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(
+        out.starts_with("bench large  (target: edges_per_task ≤ 1.5"),
+        "{out}"
+    );
+    for k in [
+        "whole_s",
+        "graph_run_s",
+        "edges_per_task",
+        "submit_us",
+        "whole_dump_s",
+    ] {
+        assert!(out.contains(&format!("  {k} ")), "{k}: {out}");
+    }
+}
+
+#[test]
+fn bench_submits_counts_the_reduced_edges() {
+    let v = json(&simpler(&[
+        "bench",
+        "submits",
+        "--json",
+        "--reps",
+        "1",
+        "--batches",
+        "2",
+    ]));
+    assert_eq!(v["bench"], "submits");
+    assert_eq!(num(&v, "tasks"), 512.0);
+    let edges = num(&v, "edges");
+    assert!(edges > 0.0 && edges <= reduced_edges(2) as f64, "{v}");
+    assert!(num(&v, "submit_us") > 0.0, "{v}");
+}
+
+#[test]
+fn bench_batches_zero_is_refused() {
+    let o = simpler(&["bench", "submits", "--batches", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--batches 0: expected at least one batch"),
+        "{err}"
+    );
+}
+
+fn valgrind_present() -> bool {
+    Command::new("valgrind").arg("--version").output().is_ok()
+}
+
+#[test]
+fn submit_instructions_without_valgrind_says_skipped() {
+    let empty = tempfile::tempdir().expect("temp dir");
+    let o = Command::new(env!("CARGO_BIN_EXE_simpler"))
+        .args(["bench", "submit-instructions", "--json", "--batches", "1"])
+        .env("PATH", empty.path())
+        .output()
+        .expect("run simpler");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("bench submit-instructions skipped: valgrind not found on PATH"),
+        "{err}"
+    );
+    let v = json(&o);
+    assert_eq!(v["results"], serde_json::json!({}));
+    assert!(v["config"]["skipped"].is_string(), "{v}");
+}
+
+#[test]
+fn submit_instructions_counts_under_callgrind() {
+    let o = simpler(&["bench", "submit-instructions", "--json", "--batches", "1"]);
+    if !valgrind_present() {
+        // Then the bench must say so (the skip path has its own test).
+        assert!(String::from_utf8_lossy(&o.stderr).contains("skipped"));
+        return;
+    }
+    let v = json(&o);
+    assert_eq!(v["bench"], "submit-instructions");
+    assert_eq!(num(&v, "tasks"), 256.0);
+    let (orch, submit) = (num(&v, "orch_instr_per_task"), num(&v, "submit_instr"));
+    // Submit is part of the orchestration; both are real work.
+    assert!(submit > 1000.0 && orch > submit, "{v}");
+    assert!(num(&v, "edges_per_task") <= 1.25, "{v}");
+}
