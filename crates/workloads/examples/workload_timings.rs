@@ -1,5 +1,5 @@
 //! Runs every bundled workload case once and prints its wall time, task
-//! count and golden result (use `--release`).
+//! and dependency-edge counts and golden result (use `--release`).
 //!
 //! ```text
 //! cargo run --release -p simpler-workloads --example workload_timings [workload] [case]
@@ -24,12 +24,13 @@ fn main() {
             let t0 = Instant::now();
             match w.run(c.name, 0, &rt) {
                 Ok(o) => println!(
-                    "{:16} {:11} total {:8.3} s  run {:8.3} s  tasks {:7}  dispatches {:7}  golden {} (max abs err {:.2e})",
+                    "{:16} {:11} total {:8.3} s  run {:8.3} s  tasks {:7}  edges {:7}  dispatches {:7}  golden {} (max abs err {:.2e})",
                     w.name(),
                     c.name,
                     t0.elapsed().as_secs_f64(),
                     o.report.wall.as_secs_f64(),
                     o.report.tasks,
+                    o.report.edges,
                     o.report.dispatches,
                     if o.golden.passed { "pass" } else { "FAIL" },
                     o.golden.max_abs_err
