@@ -18,7 +18,7 @@ use simpler_core::{
 
 use crate::{
     scheduler::Shared,
-    task::{Buffer, Member, Members, Task},
+    task::{Buffer, InlineList, Member, Members, Task},
     tensormap::{Access, Region, TensorMap},
     ArgRole, KernelRegistry, Kernels, RuntimeError, Scalar, TaskArgs, Tensor, TensorArg,
     TensorInfo,
@@ -320,7 +320,7 @@ impl<'r> Orchestrator<'r> {
         }
 
         let mut tensors = Vec::with_capacity(args.tensors.len());
-        let mut buffers = Vec::with_capacity(args.tensors.len());
+        let mut buffers = InlineList::default();
         let mut outputs = Vec::new();
         for (i, (arg, dump)) in args.tensors.iter().enumerate() {
             match arg {
@@ -413,7 +413,7 @@ impl<'r> Orchestrator<'r> {
         let live = |t: &Arc<Task>| !t.is_complete();
         for t in &task.tensors {
             let tracked = !matches!(t.role, ArgRole::NoDep | ArgRole::Output);
-            let region = Region::of(&t.desc).filter(|_| tracked);
+            let region = if tracked { Region::of(&t.desc) } else { None };
             regions.push(region);
             if !tracked {
                 continue;

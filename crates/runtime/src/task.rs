@@ -82,24 +82,38 @@ struct DepState {
     dependents: Dependents,
 }
 
-/// The tasks waiting for one task: the first two inline (most tasks have
-/// one or two, so no allocation), the rest in a vector.
-#[derive(Debug, Default)]
-pub(crate) struct Dependents {
-    inline: [Option<Arc<Task>>; 2],
-    more: Vec<Arc<Task>>,
+/// The tasks waiting for one task (most have one or two).
+pub(crate) type Dependents = InlineList<Arc<Task>, 2>;
+
+/// A list whose first `N` items live inline (no allocation) and the rest
+/// in a vector: a task mostly has a few buffers and one or two dependents.
+#[derive(Debug)]
+pub(crate) struct InlineList<T, const N: usize> {
+    inline: [Option<T>; N],
+    more: Vec<T>,
 }
 
-impl Dependents {
-    fn push(&mut self, t: Arc<Task>) {
+impl<T, const N: usize> Default for InlineList<T, N> {
+    fn default() -> Self {
+        InlineList {
+            inline: std::array::from_fn(|_| None),
+            more: Vec::new(),
+        }
+    }
+}
+
+impl<T, const N: usize> InlineList<T, N> {
+    /// Append (order is kept).
+    pub fn push(&mut self, t: T) {
         match self.inline.iter_mut().find(|s| s.is_none()) {
             Some(slot) => *slot = Some(t),
             None => self.more.push(t),
         }
     }
 
-    fn is_empty(&self) -> bool {
-        self.inline[0].is_none()
+    /// True when nothing was pushed.
+    pub fn is_empty(&self) -> bool {
+        self.inline.first().is_none_or(|s| s.is_none())
     }
 
     fn iter(&self) -> impl Iterator<Item = &Arc<Task>> {
@@ -107,16 +121,29 @@ impl Dependents {
     }
 }
 
-impl IntoIterator for Dependents {
-    type Item = Arc<Task>;
+impl<T, const N: usize> IntoIterator for InlineList<T, N> {
+    type Item = T;
     type IntoIter = std::iter::Chain<
-        std::iter::Flatten<std::array::IntoIter<Option<Arc<Task>>, 2>>,
-        std::vec::IntoIter<Arc<Task>>,
+        std::iter::Flatten<std::array::IntoIter<Option<T>, N>>,
+        std::vec::IntoIter<T>,
     >;
 
-    /// In the order they were added.
+    /// In the order they were pushed.
     fn into_iter(self) -> Self::IntoIter {
         self.inline.into_iter().flatten().chain(self.more)
+    }
+}
+
+impl<'a, T, const N: usize> IntoIterator for &'a InlineList<T, N> {
+    type Item = &'a T;
+    type IntoIter = std::iter::Chain<
+        std::iter::Flatten<std::slice::Iter<'a, Option<T>>>,
+        std::slice::Iter<'a, T>,
+    >;
+
+    /// In the order they were pushed.
+    fn into_iter(self) -> Self::IntoIter {
+        self.inline.iter().flatten().chain(self.more.iter())
     }
 }
 
@@ -132,7 +159,7 @@ pub(crate) struct Task {
     pub block_num: u32,
     pub tensors: Vec<TaskTensor>,
     pub scalars: Vec<TaskScalar>,
-    pub buffers: Vec<Arc<Buffer>>,
+    pub buffers: InlineList<Arc<Buffer>, 6>,
     /// Unfinished dependencies + 1 while the orchestrator is still wiring it.
     fanin: AtomicU32,
     /// Subtasks (blocks × members) not yet finished.
@@ -161,7 +188,7 @@ impl Task {
         block_num: u32,
         tensors: Vec<TaskTensor>,
         scalars: Vec<TaskScalar>,
-        buffers: Vec<Arc<Buffer>>,
+        buffers: InlineList<Arc<Buffer>, 6>,
     ) -> Task {
         let subtasks = block_num * members.as_slice().len() as u32;
         let mut func_ids = [0u32; 3];
@@ -304,5 +331,25 @@ impl Task {
         d.completed = true;
         self.complete.store(true, Ordering::Release);
         std::mem::take(&mut d.dependents)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::InlineList;
+
+    #[test]
+    fn inline_list_keeps_order_past_its_inline_slots() {
+        let mut l: InlineList<u32, 2> = InlineList::default();
+        assert!(l.is_empty());
+        for i in 0..5 {
+            l.push(i);
+        }
+        assert!(!l.is_empty());
+        assert_eq!(
+            (&l).into_iter().copied().collect::<Vec<_>>(),
+            [0, 1, 2, 3, 4]
+        );
+        assert_eq!(l.into_iter().collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
     }
 }
