@@ -76,50 +76,58 @@ pub(super) fn large(a: &BenchArgs) -> Result<Outcome> {
         dump_whole.push(d.whole.as_secs_f64());
     }
     remove(&dir)?;
-    let tasks = case.kernel_tasks() as f64;
-    let med = |f: &dyn Fn(&Phases) -> f64| median(runs.iter().map(f));
-    let edges = runs.iter().map(|r| r.report.edges).max().unwrap_or(0);
     let mut config = chip_config(a)?;
     config.insert("case".into(), json!(case.name));
     config.insert("tasks".into(), json!(case.kernel_tasks()));
     config.insert("dump_level".into(), json!(2));
     Ok(Outcome {
         name: "large",
-        results: vec![
-            ("whole_s", med(&|r| r.whole.as_secs_f64()), "s (median)"),
-            (
-                "graph_run_s",
-                med(&|r| r.report.wall.as_secs_f64()),
-                "s (median)",
-            ),
-            (
-                "edges_per_task",
-                edges as f64 / tasks,
-                "edges/task (most of the reps)",
-            ),
-            (
-                "submit_us",
-                med(&|r| r.report.orchestration.as_secs_f64()) / tasks * 1e6,
-                "µs orchestrator time per submit (median)",
-            ),
-            (
-                "whole_dump_s",
-                median(dump_whole.into_iter()),
-                "s with --dump-tensor 2 (median)",
-            ),
-            (
-                "setup_s",
-                med(&|r| r.setup.as_secs_f64()),
-                "s runtime + inputs + upload (median)",
-            ),
-            (
-                "golden_s",
-                med(&|r| r.golden.as_secs_f64()),
-                "s download + f64 golden (median)",
-            ),
-            ("edges", edges as f64, "dependency edges (most of the reps)"),
-        ],
+        results: results(&runs, &dump_whole, case.kernel_tasks() as f64),
         config,
         target: "target: edges_per_task ≤ 1.5, whole_s ≤ 0.45, whole_dump_s ≤ 0.6".into(),
     })
+}
+
+/// The metrics of `runs` (plain) and `dump_whole` (seconds of the dump runs).
+fn results(
+    runs: &[Phases],
+    dump_whole: &[f64],
+    tasks: f64,
+) -> Vec<(&'static str, f64, &'static str)> {
+    let med = |f: &dyn Fn(&Phases) -> f64| median(runs.iter().map(f));
+    let edges = runs.iter().map(|r| r.report.edges).max().unwrap_or(0) as f64;
+    vec![
+        ("whole_s", med(&|r| r.whole.as_secs_f64()), "s (median)"),
+        (
+            "graph_run_s",
+            med(&|r| r.report.wall.as_secs_f64()),
+            "s (median)",
+        ),
+        (
+            "edges_per_task",
+            edges / tasks,
+            "edges/task (most of the reps)",
+        ),
+        (
+            "submit_us",
+            med(&|r| r.report.orchestration.as_secs_f64()) / tasks * 1e6,
+            "µs orchestrator time per submit (median)",
+        ),
+        (
+            "whole_dump_s",
+            median(dump_whole.iter().copied()),
+            "s with --dump-tensor 2 (median)",
+        ),
+        (
+            "setup_s",
+            med(&|r| r.setup.as_secs_f64()),
+            "s runtime + inputs + upload (median)",
+        ),
+        (
+            "golden_s",
+            med(&|r| r.golden.as_secs_f64()),
+            "s download + f64 golden (median)",
+        ),
+        ("edges", edges, "dependency edges (most of the reps)"),
+    ]
 }

@@ -18,7 +18,7 @@ use simpler_core::{
 
 use crate::{
     scheduler::Shared,
-    task::{Buffer, InlineList, Member, Members, Task},
+    task::{Buffer, Member, Members, Task, TaskBuffers},
     tensormap::{Access, Region, TensorMap},
     ArgRole, KernelRegistry, Kernels, RuntimeError, Scalar, TaskArgs, Tensor, TensorArg,
     TensorInfo,
@@ -48,6 +48,22 @@ pub struct Submitted {
 struct Ring {
     next_local: u32,
     slots: Vec<Option<Arc<Task>>>,
+}
+
+/// The limits of one task's arguments (DESIGN §4).
+fn check_limits(args: &TaskArgs) -> Result<(), RuntimeError> {
+    if args.tensors.len() > MAX_TENSORS {
+        return Err(RuntimeError::TooManyTensors(args.tensors.len()));
+    }
+    if args.scalars.len() > MAX_SCALARS {
+        return Err(RuntimeError::TooManyScalars(args.scalars.len()));
+    }
+    if args.block_num == 0 {
+        return Err(RuntimeError::InvalidSubmit(
+            "block_num must be at least 1".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// The task `id` names, while it is in its slot and not finished.
@@ -299,17 +315,7 @@ impl<'r> Orchestrator<'r> {
     ) -> Result<Submitted, RuntimeError> {
         self.check_abort()?;
         let members = self.resolve(kernels)?;
-        if args.tensors.len() > MAX_TENSORS {
-            return Err(RuntimeError::TooManyTensors(args.tensors.len()));
-        }
-        if args.scalars.len() > MAX_SCALARS {
-            return Err(RuntimeError::TooManyScalars(args.scalars.len()));
-        }
-        if args.block_num == 0 {
-            return Err(RuntimeError::InvalidSubmit(
-                "block_num must be at least 1".into(),
-            ));
-        }
+        check_limits(&args)?;
         let ring = self.scope_depth().min(MAX_RINGS - 1);
         let local = self.rings[ring].next_local;
         let id = TaskId::new(ring as u32, local);
@@ -319,8 +325,48 @@ impl<'r> Orchestrator<'r> {
             self.wait_until(|| prev.is_complete())?;
         }
 
+        let (tensors, buffers, outputs) = self.take_tensors(id, &args)?;
+        let task = Arc::new(Task::new(
+            id,
+            kernels,
+            members,
+            args.block_num,
+            tensors,
+            // By value: the collect reuses the argument list's allocation.
+            std::mem::take(&mut args.scalars)
+                .into_iter()
+                .map(|(scalar, marked)| TaskScalar { scalar, marked })
+                .collect(),
+            buffers,
+        ));
+        self.submitted += 1;
+
+        let dep_ids = self.wire(&task, &args.after);
+        self.rings[ring].slots[slot] = Some(task.clone());
+        self.rings[ring].next_local = local.wrapping_add(1);
+        self.shared.outstanding.fetch_add(1, Ordering::AcqRel);
+        // Occupied slots: submitted minus those whose task is marked complete.
+        let live_now = self.submitted - self.shared.counters.marked.load(Ordering::Acquire);
+        self.peak_live = self.peak_live.max(live_now);
+        if task.release_fanin() {
+            self.shared.push_ready(task);
+        }
+        Ok(Submitted {
+            task_id: id,
+            outputs,
+            deps: dep_ids,
+        })
+    }
+
+    /// The task's tensors as it will see them, the runtime buffers it
+    /// keeps alive (one reference each) and the outputs allocated for it.
+    fn take_tensors(
+        &mut self,
+        id: TaskId,
+        args: &TaskArgs,
+    ) -> Result<(Vec<TaskTensor>, TaskBuffers, Vec<Tensor>), RuntimeError> {
         let mut tensors = Vec::with_capacity(args.tensors.len());
-        let mut buffers = InlineList::default();
+        let mut buffers = TaskBuffers::default();
         let mut outputs = Vec::new();
         for (i, (arg, dump)) in args.tensors.iter().enumerate() {
             match arg {
@@ -362,36 +408,7 @@ impl<'r> Orchestrator<'r> {
             }
         }
 
-        let task = Arc::new(Task::new(
-            id,
-            kernels,
-            members,
-            args.block_num,
-            tensors,
-            // By value: the collect reuses the argument list's allocation.
-            std::mem::take(&mut args.scalars)
-                .into_iter()
-                .map(|(scalar, marked)| TaskScalar { scalar, marked })
-                .collect(),
-            buffers,
-        ));
-        self.submitted += 1;
-
-        let dep_ids = self.wire(&task, &args.after);
-        self.rings[ring].slots[slot] = Some(task.clone());
-        self.rings[ring].next_local = local.wrapping_add(1);
-        self.shared.outstanding.fetch_add(1, Ordering::AcqRel);
-        // Occupied slots: submitted minus those whose task is marked complete.
-        let live_now = self.submitted - self.shared.counters.marked.load(Ordering::Acquire);
-        self.peak_live = self.peak_live.max(live_now);
-        if task.release_fanin() {
-            self.shared.push_ready(task);
-        }
-        Ok(Submitted {
-            task_id: id,
-            outputs,
-            deps: dep_ids,
-        })
+        Ok((tensors, buffers, outputs))
     }
 
     /// Find the producers `task` waits for — creators of the tensors it

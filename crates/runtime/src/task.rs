@@ -85,6 +85,9 @@ struct DepState {
 /// The tasks waiting for one task (most have one or two).
 pub(crate) type Dependents = InlineList<Arc<Task>, 2>;
 
+/// The runtime-allocated buffers a task keeps alive (CaseLarge's UP has six).
+pub(crate) type TaskBuffers = InlineList<Arc<Buffer>, 6>;
+
 /// A list whose first `N` items live inline (no allocation) and the rest
 /// in a vector: a task mostly has a few buffers and one or two dependents.
 #[derive(Debug)]
@@ -159,7 +162,7 @@ pub(crate) struct Task {
     pub block_num: u32,
     pub tensors: Vec<TaskTensor>,
     pub scalars: Vec<TaskScalar>,
-    pub buffers: InlineList<Arc<Buffer>, 6>,
+    pub buffers: TaskBuffers,
     /// Unfinished dependencies + 1 while the orchestrator is still wiring it.
     fanin: AtomicU32,
     /// Subtasks (blocks × members) not yet finished.
@@ -188,7 +191,7 @@ impl Task {
         block_num: u32,
         tensors: Vec<TaskTensor>,
         scalars: Vec<TaskScalar>,
-        buffers: InlineList<Arc<Buffer>, 6>,
+        buffers: TaskBuffers,
     ) -> Task {
         let subtasks = block_num * members.as_slice().len() as u32;
         let mut func_ids = [0u32; 3];

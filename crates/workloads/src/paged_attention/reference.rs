@@ -71,19 +71,7 @@ fn batch(case: &PaCase, inp: &Inputs, b: usize, out: &mut [f64]) {
             *s *= scale;
         }
     }
-    let mut m = vec![f64::NEG_INFINITY; h];
-    for wt in w.chunks_exact(h) {
-        for (m, &s) in m.iter_mut().zip(wt) {
-            *m = m.max(s);
-        }
-    }
-    let mut denom = vec![0.0f64; h];
-    for wt in w.chunks_exact_mut(h) {
-        for ((s, &m), den) in wt.iter_mut().zip(&m).zip(&mut denom) {
-            *s = (*s - m).exp();
-            *den += *s;
-        }
-    }
+    let denom = softmax_weights(&mut w, h);
     out.fill(0.0);
     let mut v = vec![0.0f64; d];
     for (t, wt) in w.chunks_exact(h).enumerate() {
@@ -102,4 +90,23 @@ fn batch(case: &PaCase, inp: &Inputs, b: usize, out: &mut [f64]) {
             *o /= den;
         }
     }
+}
+
+/// Replace each head's scores (`w[t][head]`) by `exp(score − max)` over
+/// its tokens; returns each head's sum of weights (tokens in order).
+fn softmax_weights(w: &mut [f64], h: usize) -> Vec<f64> {
+    let mut m = vec![f64::NEG_INFINITY; h];
+    for wt in w.chunks_exact(h) {
+        for (m, &s) in m.iter_mut().zip(wt) {
+            *m = m.max(s);
+        }
+    }
+    let mut denom = vec![0.0f64; h];
+    for wt in w.chunks_exact_mut(h) {
+        for ((s, &m), den) in wt.iter_mut().zip(&m).zip(&mut denom) {
+            *s = (*s - m).exp();
+            *den += *s;
+        }
+    }
+    denom
 }
