@@ -224,7 +224,7 @@ pub struct BenchArgs {
     pub tasks: u32,
     /// Batches of CaseLarge's graph, 256 tasks each (submits,
     /// submit-instructions).
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 32, allow_hyphen_values = true, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub batches: u32,
     /// Repetitions (A/B benches alternate their two runs); the best of
     /// each is reported, which filters out a noisy machine's slow runs.

@@ -119,7 +119,8 @@ impl<T, const N: usize> InlineList<T, N> {
         self.inline.first().is_none_or(|s| s.is_none())
     }
 
-    fn iter(&self) -> impl Iterator<Item = &Arc<Task>> {
+    /// In the order they were pushed.
+    pub fn iter(&self) -> impl Iterator<Item = &T> {
         self.inline.iter().flatten().chain(&self.more)
     }
 }
