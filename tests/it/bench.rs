@@ -103,14 +103,14 @@ fn bench_submits_counts_the_reduced_edges() {
 }
 
 #[test]
-fn bench_batches_zero_is_refused() {
-    let o = simpler(&["bench", "submits", "--batches", "0"]);
-    assert_eq!(o.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        err.contains("--batches 0: expected at least one batch"),
-        "{err}"
-    );
+fn bench_batches_outside_1_to_4096_are_refused() {
+    for bad in ["0", "4097", "4294967296", "-1", "x"] {
+        let o = simpler(&["bench", "submits", "--batches", bad]);
+        assert_eq!(o.status.code(), Some(2), "--batches {bad}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(&format!("'{bad}' for '--batches")), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
 }
 
 fn valgrind_present() -> bool {
