@@ -44,23 +44,17 @@ impl Scalar {
         }
     }
 
-    /// The value as f64 (integers exact up to 2^53).
+    /// The value decoded by its dtype ([`crate::decode::bits_f64`]):
+    /// floats of every width exactly, integers sign- or zero-extended from
+    /// their width (exact up to 2^53).
     pub fn as_f64(&self) -> f64 {
-        match self.dtype {
-            DType::Float32 => f64::from(f32::from_bits(self.bits as u32)),
-            DType::Int32 => f64::from(self.bits as u32 as i32),
-            DType::Int64 => self.bits as i64 as f64,
-            _ => self.bits as f64,
-        }
+        crate::decode::bits_f64(self.bits, self.dtype)
     }
 
-    /// The value as i64 (floats truncated).
+    /// The value as i64 ([`crate::decode::bits_i64`]): integers extended
+    /// from their width, floats truncated toward zero.
     pub fn as_i64(&self) -> i64 {
-        match self.dtype {
-            DType::Float32 => f32::from_bits(self.bits as u32) as i64,
-            DType::Int32 => i64::from(self.bits as u32 as i32),
-            _ => self.bits as i64,
-        }
+        crate::decode::bits_i64(self.bits, self.dtype)
     }
 }
 

@@ -17,6 +17,7 @@
 
 pub mod abi;
 mod args;
+pub mod decode;
 mod dtype;
 mod error;
 mod task_id;

@@ -1,0 +1,3 @@
+//! Integration tests of `simpler-core`, in one test binary — modules by topic.
+
+mod scalar;
