@@ -1,0 +1,308 @@
+//! `tensor_dump.json` (DESIGN §6) and the upstream `args_dump.json` of
+//! §6b, as read: one [`Header`] and one [`Record`] type hold both layouts
+//! (upstream names are serde aliases, upstream-only fields optional), in
+//! the native layout's field order, which is what our writer writes.
+//!
+//! Which layout a manifest is in decides how strict a reader is
+//! ([`Layout`]): our own files refuse unknown fields and short hex; the
+//! upstream runtime's may carry keys we do not know.
+//!
+//! Changing a field here changes the format: bump [`SCHEMA_VERSION`].
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use simpler_core::{ArgRole, DType};
+
+use crate::hex::{self, Hex64};
+use crate::scalar::WireValue;
+use crate::vocab::{dtype, role, Kind, Stage, Status};
+
+/// Version written into every file we produce.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Which writer a tensor dump manifest comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// Ours (§6): `schema_version`, record list `tensors`. Strict.
+    Native,
+    /// The upstream runtime's current layout (§6b): record list `args`.
+    Upstream,
+    /// The reference runtime's older dumps: `tensors`, no `schema_version`.
+    Reference,
+}
+
+impl Layout {
+    /// The layout of a manifest with this record-list key and version.
+    pub fn detect(list_key: &str, schema_version: Option<u64>) -> Layout {
+        match (list_key, schema_version) {
+            ("args", _) => Layout::Upstream,
+            (_, Some(_)) => Layout::Native,
+            (_, None) => Layout::Reference,
+        }
+    }
+
+    /// Our own contract: unknown fields and non-canonical hex are errors.
+    pub fn is_strict(self) -> bool {
+        self == Layout::Native
+    }
+
+    /// For messages.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Layout::Native => "native layout",
+            Layout::Upstream => "upstream args_dump layout",
+            Layout::Reference => "reference-runtime layout (no schema_version)",
+        }
+    }
+}
+
+/// `bin_format` of a manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BinFormat {
+    /// Always `logical_contiguous`: each record's view gathered row-major.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Always `little_endian`.
+    pub byte_order: String,
+}
+
+impl Default for BinFormat {
+    fn default() -> Self {
+        BinFormat {
+            kind: "logical_contiguous".into(),
+            byte_order: "little_endian".into(),
+        }
+    }
+}
+
+/// A 64-bit hex field of a file in either layout: the value, and whether
+/// it was written canonically (`0x` + 16 digits) as our files must be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct HexField {
+    /// The value.
+    pub value: u64,
+    /// Written as `0x` and exactly 16 hex digits.
+    pub canonical: bool,
+}
+
+impl From<u64> for HexField {
+    fn from(value: u64) -> HexField {
+        HexField {
+            value,
+            canonical: true,
+        }
+    }
+}
+
+impl Serialize for HexField {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        Hex64(self.value).serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for HexField {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s: std::borrow::Cow<'de, str> = serde::de::Deserialize::deserialize(d)?;
+        let canonical = hex::parse_strict(&s).is_some();
+        hex::parse_lenient(&s)
+            .map(|value| HexField { value, canonical })
+            .ok_or_else(|| {
+                serde::de::Error::custom(format_args!(
+                    "bad hex {}: expected {}",
+                    crate::error::echo(&format!("{s:?}")),
+                    hex::STRICT_FORM
+                ))
+            })
+    }
+}
+
+/// A task that had not finished when the run stopped (`unfinished_tasks`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UnfinishedTask {
+    /// The task.
+    pub task_id: Hex64,
+    /// Func ids of its members.
+    pub func_id: Vec<u32>,
+    /// Where it was.
+    pub state: TaskState,
+    /// Cores it was running on (state `running`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cores: Vec<u32>,
+    /// Milliseconds since its first block started (state `running`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running_for_ms: Option<f64>,
+    /// Blocks finished.
+    pub blocks_done: u64,
+    /// Blocks of the task.
+    pub block_num: u64,
+    /// Unfinished producers it waits for (state `waiting`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waiting_on: Vec<Hex64>,
+}
+
+/// Where an unfinished task was when the run stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskState {
+    /// Dispatched to cores, not finished.
+    Running,
+    /// Every dependency met, waiting for a core.
+    Ready,
+    /// Waiting for producer tasks.
+    Waiting,
+}
+
+/// `Some(x)` for a present field, even when `x` is JSON `null`.
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
+/// The manifest header: every field but the record list, in our writer's
+/// order. Upstream names are accepted as aliases.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    /// Format version; absent in upstream and reference dumps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema_version: Option<u32>,
+    /// Folder name (`tensor_dump`, upstream `args_dump`).
+    #[serde(default)]
+    pub run_dir: String,
+    /// `complete`, or `incomplete` when the run ended abnormally.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<Status>,
+    /// Why the dump is incomplete (signal, timeout, kernel or write error).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Payload file name, relative to the manifest: `Some(None)` is an
+    /// upstream `null` (no payload file), `None` absent (upstream: `args.bin`).
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub bin_file: Option<Option<String>>,
+    /// Payload layout.
+    #[serde(default)]
+    pub bin_format: BinFormat,
+    /// Dump level (0–3); upstream `dump_args_level`.
+    #[serde(
+        default,
+        alias = "dump_args_level",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub dump_level: Option<u8>,
+    /// `block` or `drop`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dump_policy: Option<String>,
+    /// Records (tensors and scalars); upstream `total_args`.
+    #[serde(alias = "total_args")]
+    pub total_tensors: u64,
+    /// Records at stage `before_dispatch`.
+    pub before_dispatch: u64,
+    /// Records at stage `after_completion`.
+    pub after_completion: u64,
+    /// Records at stage `hang_snapshot`.
+    #[serde(default)]
+    pub hang_snapshot: u64,
+    /// Tensor records with role `input` (upstream `input_args` also counts
+    /// scalars).
+    #[serde(alias = "input_args")]
+    pub input_tensors: u64,
+    /// Tensor records with role `output`.
+    #[serde(alias = "output_args")]
+    pub output_tensors: u64,
+    /// Tensor records with role `inout`.
+    #[serde(alias = "inout_args")]
+    pub inout_tensors: u64,
+    /// Scalar records; absent upstream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scalar_args: Option<u64>,
+    /// Records whose payload was cut short; upstream `truncated_args`.
+    #[serde(alias = "truncated_args")]
+    pub truncated_tensors: u64,
+    /// Records lost entirely (drop policy).
+    pub dropped_records: u64,
+    /// Records whose payload was overwritten before it was written out.
+    pub dropped_overwrite: u64,
+    /// Overlapping writes of concurrently running dispatches.
+    #[serde(default)]
+    pub write_races: u64,
+    /// The race reports (when `write_races` > 0).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub races: Vec<serde_json::Map<String, serde_json::Value>>,
+    /// Tasks not finished when an incomplete run stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unfinished_tasks: Option<Vec<UnfinishedTask>>,
+}
+
+/// The record-list keys of the two layouts.
+pub const RECORD_LISTS: [&str; 2] = ["tensors", "args"];
+
+/// One record of either layout, in our writer's field order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// Task id, `0x%016x`.
+    pub task_id: HexField,
+    /// Func ids of the task's members (MIX: all); absent in reference
+    /// dumps, `[-1]` (unknown) in upstream ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub func_id: Option<Vec<i64>>,
+    /// How the task uses the argument.
+    #[serde(with = "role")]
+    pub role: ArgRole,
+    /// When it was captured.
+    pub stage: Stage,
+    /// Argument slot (scalars: tensor count + j).
+    pub arg_index: u32,
+    /// Tensor or scalar.
+    pub kind: Kind,
+    /// Element type.
+    #[serde(with = "dtype")]
+    pub dtype: DType,
+    /// View shape (`[]` for scalars).
+    pub shape: Vec<u64>,
+    /// View strides in elements (`[]` for scalars).
+    pub strides: Vec<u64>,
+    /// View offset in elements from the buffer start.
+    pub start_offset: u64,
+    /// Dense row-major view.
+    pub is_contiguous: bool,
+    /// Elements of the view (1 for scalars).
+    pub numel: u64,
+    /// GM address of the buffer; absent for scalars and foreign dumps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub addr: Option<HexField>,
+    /// Offset of the payload in the payload file.
+    pub bin_offset: u64,
+    /// Payload bytes (0 for scalars and metadata-only records).
+    pub bin_size: u64,
+    /// The payload is shorter than the view.
+    pub truncated: bool,
+    /// The payload was overwritten before it reached the file.
+    pub overwritten: bool,
+    /// Scalar value (ours: exact; upstream: see [`crate::scalar::decode_upstream`]).
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub value: Option<WireValue>,
+    /// Scalar slot's raw 64 bits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bits: Option<HexField>,
+    /// Upstream: a `dump(lvalue)` matched several scalar slots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arg_index_ambiguous: Option<bool>,
+}
+
+/// A whole manifest: header and records (tests, small files; readers
+/// stream the records instead).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Every field but the records.
+    #[serde(flatten)]
+    pub header: Header,
+    /// The records, sorted by (task_id, stage, arg_index, role).
+    #[serde(alias = "args")]
+    pub tensors: Vec<Record>,
+}
