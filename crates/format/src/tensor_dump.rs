@@ -157,142 +157,226 @@ fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Optio
     T::deserialize(d).map(Some)
 }
 
-/// The manifest header: every field but the record list, in our writer's
-/// order. Upstream names are accepted as aliases.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Header {
-    /// Format version; absent in upstream and reference dumps.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub schema_version: Option<u32>,
-    /// Folder name (`tensor_dump`, upstream `args_dump`).
-    #[serde(default)]
-    pub run_dir: String,
-    /// `complete`, or `incomplete` when the run ended abnormally.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<Status>,
-    /// Why the dump is incomplete (signal, timeout, kernel or write error).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// Payload file name, relative to the manifest: `Some(None)` is an
-    /// upstream `null` (no payload file), `None` absent (upstream: `args.bin`).
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub bin_file: Option<Option<String>>,
-    /// Payload layout.
-    #[serde(default)]
-    pub bin_format: BinFormat,
-    /// Dump level (0–3); upstream `dump_args_level`.
-    #[serde(
-        default,
-        alias = "dump_args_level",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub dump_level: Option<u8>,
-    /// `block` or `drop`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dump_policy: Option<String>,
-    /// Records (tensors and scalars); upstream `total_args`.
-    #[serde(alias = "total_args")]
-    pub total_tensors: u64,
-    /// Records at stage `before_dispatch`.
-    pub before_dispatch: u64,
-    /// Records at stage `after_completion`.
-    pub after_completion: u64,
-    /// Records at stage `hang_snapshot`.
-    #[serde(default)]
-    pub hang_snapshot: u64,
-    /// Tensor records with role `input` (upstream `input_args` also counts
-    /// scalars).
-    #[serde(alias = "input_args")]
-    pub input_tensors: u64,
-    /// Tensor records with role `output`.
-    #[serde(alias = "output_args")]
-    pub output_tensors: u64,
-    /// Tensor records with role `inout`.
-    #[serde(alias = "inout_args")]
-    pub inout_tensors: u64,
-    /// Scalar records; absent upstream.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scalar_args: Option<u64>,
-    /// Records whose payload was cut short; upstream `truncated_args`.
-    #[serde(alias = "truncated_args")]
-    pub truncated_tensors: u64,
-    /// Records lost entirely (drop policy).
-    pub dropped_records: u64,
-    /// Records whose payload was overwritten before it was written out.
-    pub dropped_overwrite: u64,
-    /// Overlapping writes of concurrently running dispatches.
-    #[serde(default)]
-    pub write_races: u64,
-    /// The race reports (when `write_races` > 0).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub races: Vec<serde_json::Map<String, serde_json::Value>>,
-    /// Tasks not finished when an incomplete run stopped.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unfinished_tasks: Option<Vec<UnfinishedTask>>,
+macro_rules! header_struct {
+    ($(#[$attr:meta])* $name:ident) => {
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        $(#[$attr])*
+        pub struct $name {
+        /// Format version; absent in upstream and reference dumps.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub schema_version: Option<u32>,
+        /// Folder name (`tensor_dump`, upstream `args_dump`).
+        #[serde(default)]
+        pub run_dir: String,
+        /// `complete`, or `incomplete` when the run ended abnormally.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub status: Option<Status>,
+        /// Why the dump is incomplete (signal, timeout, kernel or write error).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub reason: Option<String>,
+        /// Payload file name, relative to the manifest: `Some(None)` is an
+        /// upstream `null` (no payload file), `None` absent (upstream: `args.bin`).
+        #[serde(
+            default,
+            deserialize_with = "present",
+            skip_serializing_if = "Option::is_none"
+        )]
+        pub bin_file: Option<Option<String>>,
+        /// Payload layout.
+        #[serde(default)]
+        pub bin_format: BinFormat,
+        /// Dump level (0–3); upstream `dump_args_level`.
+        #[serde(
+            default,
+            alias = "dump_args_level",
+            skip_serializing_if = "Option::is_none"
+        )]
+        pub dump_level: Option<u8>,
+        /// `block` or `drop`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub dump_policy: Option<String>,
+        /// Records (tensors and scalars); upstream `total_args`.
+        #[serde(alias = "total_args")]
+        pub total_tensors: u64,
+        /// Records at stage `before_dispatch`.
+        pub before_dispatch: u64,
+        /// Records at stage `after_completion`.
+        pub after_completion: u64,
+        /// Records at stage `hang_snapshot`.
+        #[serde(default)]
+        pub hang_snapshot: u64,
+        /// Tensor records with role `input` (upstream `input_args` also counts
+        /// scalars).
+        #[serde(alias = "input_args")]
+        pub input_tensors: u64,
+        /// Tensor records with role `output`.
+        #[serde(alias = "output_args")]
+        pub output_tensors: u64,
+        /// Tensor records with role `inout`.
+        #[serde(alias = "inout_args")]
+        pub inout_tensors: u64,
+        /// Scalar records; absent upstream.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub scalar_args: Option<u64>,
+        /// Records whose payload was cut short; upstream `truncated_args`.
+        #[serde(alias = "truncated_args")]
+        pub truncated_tensors: u64,
+        /// Records lost entirely (drop policy).
+        pub dropped_records: u64,
+        /// Records whose payload was overwritten before it was written out.
+        pub dropped_overwrite: u64,
+        /// Overlapping writes of concurrently running dispatches.
+        #[serde(default)]
+        pub write_races: u64,
+        /// The race reports (when `write_races` > 0).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        pub races: Vec<serde_json::Map<String, serde_json::Value>>,
+        /// Tasks not finished when an incomplete run stopped.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub unfinished_tasks: Option<Vec<UnfinishedTask>>,
+    }
+    };
+}
+
+header_struct!(
+    /// The manifest header: every field but the record list, in our writer's
+    /// order. Upstream names are accepted as aliases.
+    Header
+);
+header_struct!(
+    /// [`Header`] as our own files must be: unknown fields are errors.
+    #[serde(deny_unknown_fields)]
+    StrictHeader
+);
+
+impl From<StrictHeader> for Header {
+    fn from(s: StrictHeader) -> Header {
+        Header {
+            schema_version: s.schema_version,
+            run_dir: s.run_dir,
+            status: s.status,
+            reason: s.reason,
+            bin_file: s.bin_file,
+            bin_format: s.bin_format,
+            dump_level: s.dump_level,
+            dump_policy: s.dump_policy,
+            total_tensors: s.total_tensors,
+            before_dispatch: s.before_dispatch,
+            after_completion: s.after_completion,
+            hang_snapshot: s.hang_snapshot,
+            input_tensors: s.input_tensors,
+            output_tensors: s.output_tensors,
+            inout_tensors: s.inout_tensors,
+            scalar_args: s.scalar_args,
+            truncated_tensors: s.truncated_tensors,
+            dropped_records: s.dropped_records,
+            dropped_overwrite: s.dropped_overwrite,
+            write_races: s.write_races,
+            races: s.races,
+            unfinished_tasks: s.unfinished_tasks,
+        }
+    }
 }
 
 /// The record-list keys of the two layouts.
 pub const RECORD_LISTS: [&str; 2] = ["tensors", "args"];
 
-/// One record of either layout, in our writer's field order.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Record {
-    /// Task id, `0x%016x`.
-    pub task_id: HexField,
-    /// Func ids of the task's members (MIX: all); absent in reference
-    /// dumps, `[-1]` (unknown) in upstream ones.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub func_id: Option<Vec<i64>>,
-    /// How the task uses the argument.
-    #[serde(with = "role")]
-    pub role: ArgRole,
-    /// When it was captured.
-    pub stage: Stage,
-    /// Argument slot (scalars: tensor count + j).
-    pub arg_index: u32,
-    /// Tensor or scalar.
-    pub kind: Kind,
-    /// Element type.
-    #[serde(with = "dtype")]
-    pub dtype: DType,
-    /// View shape (`[]` for scalars).
-    pub shape: Vec<u64>,
-    /// View strides in elements (`[]` for scalars).
-    pub strides: Vec<u64>,
-    /// View offset in elements from the buffer start.
-    pub start_offset: u64,
-    /// Dense row-major view.
-    pub is_contiguous: bool,
-    /// Elements of the view (1 for scalars).
-    pub numel: u64,
-    /// GM address of the buffer; absent for scalars and foreign dumps.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub addr: Option<HexField>,
-    /// Offset of the payload in the payload file.
-    pub bin_offset: u64,
-    /// Payload bytes (0 for scalars and metadata-only records).
-    pub bin_size: u64,
-    /// The payload is shorter than the view.
-    pub truncated: bool,
-    /// The payload was overwritten before it reached the file.
-    pub overwritten: bool,
-    /// Scalar value (ours: exact; upstream: see [`crate::scalar::decode_upstream`]).
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub value: Option<WireValue>,
-    /// Scalar slot's raw 64 bits.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bits: Option<HexField>,
-    /// Upstream: a `dump(lvalue)` matched several scalar slots.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub arg_index_ambiguous: Option<bool>,
+macro_rules! record_struct {
+    ($(#[$attr:meta])* $name:ident) => {
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        $(#[$attr])*
+        pub struct $name {
+        /// Task id, `0x%016x`.
+        pub task_id: HexField,
+        /// Func ids of the task's members (MIX: all); absent in reference
+        /// dumps, `[-1]` (unknown) in upstream ones.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub func_id: Option<Vec<i64>>,
+        /// How the task uses the argument.
+        #[serde(with = "role")]
+        pub role: ArgRole,
+        /// When it was captured.
+        pub stage: Stage,
+        /// Argument slot (scalars: tensor count + j).
+        pub arg_index: u32,
+        /// Tensor or scalar.
+        pub kind: Kind,
+        /// Element type.
+        #[serde(with = "dtype")]
+        pub dtype: DType,
+        /// View shape (`[]` for scalars).
+        pub shape: Vec<u64>,
+        /// View strides in elements (`[]` for scalars).
+        pub strides: Vec<u64>,
+        /// View offset in elements from the buffer start.
+        pub start_offset: u64,
+        /// Dense row-major view.
+        pub is_contiguous: bool,
+        /// Elements of the view (1 for scalars).
+        pub numel: u64,
+        /// GM address of the buffer; absent for scalars and foreign dumps.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub addr: Option<HexField>,
+        /// Offset of the payload in the payload file.
+        pub bin_offset: u64,
+        /// Payload bytes (0 for scalars and metadata-only records).
+        pub bin_size: u64,
+        /// The payload is shorter than the view.
+        pub truncated: bool,
+        /// The payload was overwritten before it reached the file.
+        pub overwritten: bool,
+        /// Scalar value (ours: exact; upstream: see [`crate::scalar::decode_upstream`]).
+        #[serde(
+            default,
+            deserialize_with = "present",
+            skip_serializing_if = "Option::is_none"
+        )]
+        pub value: Option<WireValue>,
+        /// Scalar slot's raw 64 bits.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub bits: Option<HexField>,
+        /// Upstream: a `dump(lvalue)` matched several scalar slots.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub arg_index_ambiguous: Option<bool>,
+    }
+    };
+}
+
+record_struct!(
+    /// One record of either layout, in our writer's field order.
+    Record
+);
+record_struct!(
+    /// [`Record`] as our own files must be: unknown fields are errors.
+    #[serde(deny_unknown_fields)]
+    StrictRecord
+);
+
+impl From<StrictRecord> for Record {
+    fn from(s: StrictRecord) -> Record {
+        Record {
+            task_id: s.task_id,
+            func_id: s.func_id,
+            role: s.role,
+            stage: s.stage,
+            arg_index: s.arg_index,
+            kind: s.kind,
+            dtype: s.dtype,
+            shape: s.shape,
+            strides: s.strides,
+            start_offset: s.start_offset,
+            is_contiguous: s.is_contiguous,
+            numel: s.numel,
+            addr: s.addr,
+            bin_offset: s.bin_offset,
+            bin_size: s.bin_size,
+            truncated: s.truncated,
+            overwritten: s.overwritten,
+            value: s.value,
+            bits: s.bits,
+            arg_index_ambiguous: s.arg_index_ambiguous,
+        }
+    }
 }
 
 /// A whole manifest: header and records (tests, small files; readers
