@@ -23,7 +23,9 @@
 #![deny(missing_docs)]
 
 pub mod checks;
+pub mod diff;
 pub mod dump;
+pub mod export;
 mod header;
 pub mod locate;
 pub mod open;
@@ -32,6 +34,7 @@ pub mod payload;
 pub mod record;
 pub mod stream;
 mod validate;
+pub mod view;
 
 pub use dump::Dump;
 pub use record::Record;

@@ -1,0 +1,261 @@
+//! Pairing two dumps' records: a merge of two sorted record streams, one
+//! key group `(task, stage, arg)` of each side in memory at a time.
+
+use std::iter::Peekable;
+use std::path::Path;
+
+use simpler_core::TaskId;
+use simpler_format::vocab::Stage;
+use simpler_format::Error;
+
+use super::metrics::compare;
+use super::report::{DiffReport, Keep};
+use super::{DiffError, DiffOptions, MatchMode, Unpaired};
+use crate::dump::Dump;
+use crate::payload::Payload;
+use crate::record::Record;
+use crate::stream::{DumpInfo, RecordStream};
+
+/// `(task order, stage, arg)`: the task order is the id, or its rank.
+type GroupKey = (u64, Stage, u32);
+
+/// Why a merge stopped.
+#[derive(Debug)]
+enum Stop {
+    /// A dump could not be read.
+    Read(Error),
+    /// A dump's records are not sorted (side `A` or `B`): pair in memory.
+    Unsorted(&'static str),
+}
+
+impl From<Error> for Stop {
+    fn from(e: Error) -> Stop {
+        Stop::Read(e)
+    }
+}
+
+/// Why a diff could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum DiffFailure {
+    /// Unusable options.
+    #[error(transparent)]
+    Options(#[from] DiffError),
+    /// A dump could not be read (which one is in the message's path).
+    #[error(transparent)]
+    Read(#[from] Error),
+    /// The `--json` spill files could not be written.
+    #[error("temporary file for the diff: {0}")]
+    Spill(#[from] std::io::Error),
+}
+
+/// Key groups of one side, in order.
+struct Groups<I: Iterator<Item = Result<Record, Error>>> {
+    it: Peekable<I>,
+    mode: MatchMode,
+    side: &'static str,
+    rank: u64,
+    task: Option<TaskId>,
+    last: Option<GroupKey>,
+    records: u64,
+}
+
+impl<I: Iterator<Item = Result<Record, Error>>> Groups<I> {
+    fn new(it: I, mode: MatchMode, side: &'static str) -> Self {
+        Groups {
+            it: it.peekable(),
+            mode,
+            side,
+            rank: 0,
+            task: None,
+            last: None,
+            records: 0,
+        }
+    }
+
+    fn key(&mut self, r: &Record) -> Result<GroupKey, Stop> {
+        match self.task {
+            Some(t) if r.task_id < t => return Err(Stop::Unsorted(self.side)),
+            Some(t) if r.task_id > t => self.rank += 1,
+            _ => {}
+        }
+        self.task = Some(r.task_id);
+        let order = match self.mode {
+            MatchMode::Key => r.task_id.0,
+            MatchMode::Order => self.rank,
+        };
+        Ok((order, r.stage, r.arg_index))
+    }
+
+    fn next(&mut self) -> Result<Option<(GroupKey, Vec<Record>)>, Stop> {
+        let Some(first) = self.it.next().transpose()? else {
+            return Ok(None);
+        };
+        let key = self.key(&first)?;
+        if self.last.is_some_and(|l| key <= l) {
+            return Err(Stop::Unsorted(self.side));
+        }
+        self.last = Some(key);
+        let mut group = vec![first];
+        while let Some(Ok(r)) = self.it.peek() {
+            if (r.task_id, r.stage, r.arg_index) != (group[0].task_id, group[0].stage, group[0].arg_index) {
+                break;
+            }
+            group.extend(self.it.next().transpose()?);
+        }
+        if let Some(Err(_)) = self.it.peek() {
+            self.it.next().transpose()?;
+        }
+        self.records += group.len() as u64;
+        group.sort_by_key(|r| (r.role, r.index));
+        Ok(Some((key, group)))
+    }
+}
+
+fn unpaired(order: u64, r: &Record) -> Unpaired {
+    Unpaired {
+        order,
+        task_id: r.task_id,
+        stage: r.stage,
+        arg_index: r.arg_index,
+        role: r.role,
+        kind: r.kind,
+        dtype: r.dtype,
+        shape: r.shape.clone(),
+        func_ids: r.func_ids.clone(),
+        record: r.index,
+    }
+}
+
+/// Pair one key group of each side, role by role, occurrence by occurrence.
+fn pair_groups(
+    order: u64,
+    (pa, ga): (&Payload, &[Record]),
+    (pb, gb): (&Payload, &[Record]),
+    o: &DiffOptions,
+    report: &mut DiffReport,
+) -> Result<(), Stop> {
+    let mut roles: Vec<_> = ga.iter().chain(gb).map(|r| r.role).collect();
+    roles.sort();
+    roles.dedup();
+    for role in roles {
+        let xa: Vec<&Record> = ga.iter().filter(|r| r.role == role).collect();
+        let xb: Vec<&Record> = gb.iter().filter(|r| r.role == role).collect();
+        for k in 0..xa.len().max(xb.len()) {
+            match (xa.get(k), xb.get(k)) {
+                (Some(a), Some(b)) => report.pair(compare(order, (pa, a), (pb, b), o)?)?,
+                (Some(a), None) => report.only_a(unpaired(order, a))?,
+                (None, Some(b)) => report.only_b(unpaired(order, b))?,
+                (None, None) => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+fn merge(
+    a: impl Iterator<Item = Result<Record, Error>>,
+    pa: &Payload,
+    b: impl Iterator<Item = Result<Record, Error>>,
+    pb: &Payload,
+    o: &DiffOptions,
+    report: &mut DiffReport,
+) -> Result<(), Stop> {
+    let mut ga = Groups::new(a, o.match_mode, "A");
+    let mut gb = Groups::new(b, o.match_mode, "B");
+    let (mut x, mut y) = (ga.next()?, gb.next()?);
+    loop {
+        match (&x, &y) {
+            (None, None) => break,
+            (Some((ka, ra)), Some((kb, rb))) if ka == kb => {
+                pair_groups(ka.0, (pa, ra), (pb, rb), o, report)?;
+                x = ga.next()?;
+                y = gb.next()?;
+            }
+            (Some((ka, ra)), Some((kb, _))) if ka < kb => {
+                for r in ra {
+                    report.only_a(unpaired(ka.0, r))?;
+                }
+                x = ga.next()?;
+            }
+            (Some((ka, ra)), None) => {
+                for r in ra {
+                    report.only_a(unpaired(ka.0, r))?;
+                }
+                x = ga.next()?;
+            }
+            (_, Some((kb, rb))) => {
+                for r in rb {
+                    report.only_b(unpaired(kb.0, r))?;
+                }
+                y = gb.next()?;
+            }
+        }
+    }
+    report.records = (ga.records, gb.records);
+    Ok(())
+}
+
+impl From<std::io::Error> for Stop {
+    fn from(e: std::io::Error) -> Stop {
+        Stop::Read(Error::io("diff spill file", e))
+    }
+}
+
+/// Compare two opened in-memory dumps, keeping every pair in the report.
+///
+/// # Errors
+/// Unusable options, or a payload that cannot be read.
+pub fn diff(a: &Dump, b: &Dump, options: &DiffOptions) -> Result<DiffReport, DiffFailure> {
+    options.validate()?;
+    let mut report = DiffReport::new(a.info(), b.info(), *options, Keep::All)?;
+    merge_in_memory(a, b, options, &mut report)?;
+    report.finish();
+    Ok(report)
+}
+
+fn merge_in_memory(a: &Dump, b: &Dump, o: &DiffOptions, report: &mut DiffReport) -> Result<(), DiffFailure> {
+    let sorted = |d: &Dump| {
+        let mut v: Vec<Record> = d.records().to_vec();
+        v.sort_by_key(|r| (r.task_id, r.stage, r.arg_index, r.role, r.index));
+        v
+    };
+    let (va, vb) = (sorted(a), sorted(b));
+    let it = |v: Vec<Record>| v.into_iter().map(Ok);
+    match merge(it(va), &a.info().payload, it(vb), &b.info().payload, o, report) {
+        Ok(()) => Ok(()),
+        Err(Stop::Read(e)) => Err(e.into()),
+        Err(Stop::Unsorted(_)) => unreachable!("sorted above"),
+    }
+}
+
+/// Compare the dumps at two paths, streaming both: memory holds one key
+/// group of each side, and at most `keep` rows per table of the report
+/// (`--json` spills every pair to a temporary file instead).
+///
+/// # Errors
+/// Unusable options, a dump that cannot be read (the message names the
+/// file), or a spill file that cannot be written.
+pub fn diff_paths(a: &Path, b: &Path, options: &DiffOptions, keep: Keep) -> Result<DiffReport, DiffFailure> {
+    options.validate()?;
+    let open = |p: &Path| -> Result<RecordStream, Error> {
+        RecordStream::open_manifest(&crate::locate::resolve_manifest(p)?)
+    };
+    let (sa, sb) = (open(a)?, open(b)?);
+    let (ia, ib): (std::sync::Arc<DumpInfo>, std::sync::Arc<DumpInfo>) = (sa.info().clone(), sb.info().clone());
+    let mut report = DiffReport::new(&ia, &ib, *options, keep.clone())?;
+    match merge(sa, &ia.payload, sb, &ib.payload, options, &mut report) {
+        Ok(()) => {}
+        Err(Stop::Read(e)) => return Err(e.into()),
+        Err(Stop::Unsorted(side)) => {
+            // Not written by a writer that sorts: pair in memory.
+            let (da, db) = (Dump::open(a)?, Dump::open(b)?);
+            report = DiffReport::new(da.info(), db.info(), *options, keep)?;
+            report.notes.push(format!(
+                "{side}'s records are not sorted by (task_id, stage, arg_index): paired in memory"
+            ));
+            merge_in_memory(&da, &db, options, &mut report)?;
+        }
+    }
+    report.finish();
+    Ok(report)
+}
