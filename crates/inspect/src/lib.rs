@@ -22,11 +22,13 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod args;
 pub mod checks;
 pub mod diff;
 pub mod dump;
 pub mod export;
 mod header;
+pub mod kernel_args;
 pub mod locate;
 pub mod open;
 mod parse;

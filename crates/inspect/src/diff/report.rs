@@ -48,7 +48,7 @@ pub struct DiffSummary {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Difference {
     /// A pair that failed.
-    Pair(PairResult),
+    Pair(Box<PairResult>),
     /// A record only A has.
     OnlyInA(Unpaired),
     /// A record only B has.
@@ -171,7 +171,7 @@ impl DiffReport {
         } else {
             self.counts.failed += 1;
             if self.first[0].is_none() {
-                self.first[0] = Some(Difference::Pair(p.clone()));
+                self.first[0] = Some(Difference::Pair(Box::new(p.clone())));
             }
         }
         self.spill(0, super::json::pair_json(&p))?;
