@@ -8,11 +8,11 @@ use std::{
 };
 
 use anyhow::{bail, Result};
-use simpler_dump::{
-    kernel_args::{parse_hex, KernelArgsFile},
-    manifest::{DispatchJson, ScalarValue},
-    KERNEL_ARGS_FILE,
-};
+use simpler_format::files::KERNEL_ARGS_FILE;
+use simpler_format::kernel_args::{ContextKind, Dispatch as DispatchJson};
+use simpler_format::scalar::ScalarValue;
+use simpler_format::vocab::Kind;
+use simpler_inspect::kernel_args::KernelArgsFile;
 
 use crate::dump_view::ViewArgs;
 
@@ -40,19 +40,13 @@ fn newest(base: &Path) -> Result<PathBuf> {
 }
 
 fn value_text(v: Option<ScalarValue>) -> String {
-    match v {
-        Some(ScalarValue::F32(x)) => format!("{x:?}"),
-        Some(ScalarValue::F64(x)) => format!("{x:?}"),
-        Some(ScalarValue::Int(i)) => i.to_string(),
-        Some(ScalarValue::UInt(u)) => u.to_string(),
-        None => "-".into(),
-    }
+    v.map_or_else(|| "-".into(), |v| v.to_string())
 }
 
 fn matches(a: &ViewArgs, d: &DispatchJson) -> bool {
     a.func.is_none_or(|f| d.func_id == f)
         && a.core.is_none_or(|c| d.core_id == c)
-        && a.task.is_none_or(|t| parse_hex(&d.task_id) == Some(t.0))
+        && a.task.is_none_or(|t| d.task_id.0 == t.0)
         && a.dispatch.is_none_or(|id| d.dispatch_id == id)
 }
 
@@ -105,7 +99,7 @@ pub fn view(a: &ViewArgs, base: &Path, out: &mut dyn Write) -> Result<ExitCode> 
     )?;
     let shown = a.limit.unwrap_or(usize::MAX).min(sel.len());
     for d in &sel[..shown] {
-        let nt = d.args.iter().filter(|x| x.kind == "tensor").count();
+        let nt = d.args.iter().filter(|x| x.kind == Kind::Tensor).count();
         writeln!(
             out,
             "{:>8}  {:<18}  {:>4}  {:<7} {:>4}  {:>9}  {:>7}  {:>7}",
@@ -139,7 +133,6 @@ fn slot_table(d: &DispatchJson, out: &mut dyn Write) -> Result<()> {
         d.block_idx,
         d.block_num,
         d.args_addr
-            .as_deref()
             .map(|a| format!("  args at {a}"))
             .unwrap_or_default()
     )?;
@@ -150,11 +143,11 @@ fn slot_table(d: &DispatchJson, out: &mut dyn Write) -> Result<()> {
     )?;
     for s in &d.args {
         let shape = s.shape.as_ref().map_or("[]".into(), |v| format!("{v:?}"));
-        let value = if s.kind == "tensor" {
+        let value = if s.kind == Kind::Tensor {
             format!(
                 "desc {} -> addr {} strides {:?} offset {} {}",
-                s.desc_addr.as_deref().unwrap_or("?"),
-                s.addr.as_deref().unwrap_or("?"),
+                s.desc_addr.map_or("?".into(), |a| a.to_string()),
+                s.addr.map_or("?".into(), |a| a.to_string()),
                 s.strides.clone().unwrap_or_default(),
                 s.start_offset.unwrap_or(0),
                 if s.is_contiguous == Some(false) {
@@ -167,7 +160,7 @@ fn slot_table(d: &DispatchJson, out: &mut dyn Write) -> Result<()> {
             format!(
                 "{} (bits {})",
                 value_text(s.value),
-                s.bits.as_deref().unwrap_or("?")
+                s.bits.map_or("?".into(), |b| b.to_string())
             )
         };
         writeln!(
@@ -177,8 +170,8 @@ fn slot_table(d: &DispatchJson, out: &mut dyn Write) -> Result<()> {
         )?;
     }
     for c in &d.context {
-        let v = match c.kind.as_str() {
-            "local_context" => format!(
+        let v = match c.kind {
+            ContextKind::LocalContext => format!(
                 "block_idx {} block_num {}",
                 c.block_idx.unwrap_or(-1),
                 c.block_num.unwrap_or(-1)

@@ -1,6 +1,8 @@
 //! `simpler dump diff A B`: compare two tensor dumps record by record
 //! (DESIGN §7). Pairing, metrics and the pass rule live in
-//! `simpler_dump::diff`; this module is the command's grammar and output.
+//! `simpler_inspect::diff`; this module is the command's grammar and output.
+//! Both dumps are streamed and merged: memory holds the rows shown (or,
+//! with `--json`, nothing: pairs are spilled to a temporary file).
 //!
 //! Exit codes: 0 when every pair passes and every record has a partner, 1
 //! otherwise, and an error (exit 2 from `main`) when a dump cannot be read or
@@ -12,8 +14,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use simpler_dump::diff::{diff as diff_dumps, DiffOptions, MatchMode, DEFAULT_ATOL, DEFAULT_RTOL};
-use simpler_dump::reader::Dump;
+use simpler_inspect::diff::{diff_paths, DiffOptions, Keep, MatchMode, DEFAULT_ATOL, DEFAULT_RTOL};
 
 /// `simpler dump diff`.
 #[derive(Debug, Clone, Args)]
@@ -51,8 +52,10 @@ fn parse_match(s: &str) -> Result<MatchMode, String> {
 /// Run `simpler dump diff`, printing to stdout.
 pub fn diff(args: &DiffArgs) -> Result<ExitCode> {
     let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    diff_with(args, &mut out)
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let code = diff_with(args, &mut out)?;
+    out.flush()?;
+    Ok(code)
 }
 
 /// [`diff`] with an explicit output.
@@ -63,9 +66,15 @@ pub fn diff_with(args: &DiffArgs, out: &mut dyn Write) -> Result<ExitCode> {
         atol: args.atol,
     };
     options.validate()?;
-    let a = Dump::open(&args.a).context("dump A")?;
-    let b = Dump::open(&args.b).context("dump B")?;
-    let report = diff_dumps(&a, &b, &options)?;
+    let keep = if args.json {
+        Keep::Spill
+    } else {
+        Keep::Limit {
+            rows: if args.limit == 0 { usize::MAX } else { args.limit },
+            passing: args.all,
+        }
+    };
+    let mut report = diff_paths(&args.a, &args.b, &options, keep).context("dump diff")?;
     if args.json {
         report.write_json(out)?;
     } else {

@@ -1,6 +1,11 @@
 //! `simpler dump view [DIR]`: list, filter and export the records of a
-//! tensor dump (DESIGN §7). The work lives in `simpler_dump::{reader, view,
-//! export_txt, export_npy}`; this module is the command's grammar and output.
+//! tensor dump (DESIGN §7). The work lives in `simpler_inspect`; this
+//! module is the command's grammar and output.
+//!
+//! The listing streams: the summary (from the header) and the first page
+//! of the table are printed before the manifest is read to its end, and
+//! memory holds one page. The records are checked against the header when
+//! the stream ends (an error then still exits 2).
 //!
 //! Exit codes: 0 when records were listed (or the dump is empty), 1 when the
 //! filters match no record, and an error (exit 2 from `main`) when the dump
@@ -13,17 +18,21 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Args;
 use simpler_core::{ArgRole, TaskId};
-use simpler_dump::reader::{Dump, RecordKind, Stage};
-use simpler_dump::view::{
-    export_records, find_newest_dump, parse_export_format, parse_kind, parse_role_arg, parse_stage,
-    parse_task, summary, table, ExportFormat, ExportOutcome, Filter, TxtOptions,
+use simpler_inspect::export::{parse_export_format, ExportFormat, ExportOutcome, Exporter, TxtOptions};
+use simpler_inspect::locate::{find_newest_dump, resolve_manifest};
+use simpler_inspect::stream::{DumpInfo, RecordStream};
+use simpler_inspect::view::table::row;
+use simpler_inspect::view::{
+    footer, parse_kind, parse_role_arg, parse_stage, parse_task, summary, Filter, Seen, Table,
 };
+use simpler_inspect::{RecordKind, Stage};
 
 /// `simpler dump view`.
 #[derive(Debug, Clone, Default, Args)]
 pub struct ViewArgs {
-    /// Run directory, its tensor_dump/ folder, or a tensor_dump.json
-    /// [default: the newest outputs/*/tensor_dump under the current directory].
+    /// Run directory, its tensor_dump/ (or upstream args_dump/) folder, or
+    /// the manifest [default: the newest outputs/*/tensor_dump or
+    /// outputs/*/args_dump under the current directory].
     pub dir: Option<PathBuf>,
     /// Only this task (0x-prefixed hex such as 0x0000000200000003, or decimal).
     #[arg(long, value_parser = parse_task)]
@@ -31,7 +40,8 @@ pub struct ViewArgs {
     /// Only tasks whose members include this func id.
     #[arg(long)]
     pub func: Option<u32>,
-    /// Only this stage: before_dispatch (before) or after_completion (after).
+    /// Only this stage: before_dispatch (before), after_completion (after)
+    /// or hang_snapshot (hang).
     #[arg(long, value_parser = parse_stage)]
     pub stage: Option<Stage>,
     /// Only this role: input, output, inout, output_existing, no_dep.
@@ -86,8 +96,10 @@ impl ViewArgs {
 pub fn view(args: &ViewArgs) -> Result<ExitCode> {
     let cwd = std::env::current_dir().context("cannot determine the current directory")?;
     let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    view_with(args, &cwd, &mut out)
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let code = view_with(args, &cwd, &mut out)?;
+    out.flush()?;
+    Ok(code)
 }
 
 /// [`view`] with an explicit base directory (for the default dump) and output.
@@ -106,86 +118,114 @@ pub fn view_with(args: &ViewArgs, base: &Path, out: &mut dyn Write) -> Result<Ex
             d
         }
     };
-    let dump = Dump::open(&dir)?;
-    write!(out, "{}", summary(&dump))?;
-
+    let manifest = resolve_manifest(&dir)?;
+    let mut stream = RecordStream::open_manifest(&manifest)?;
+    let info = stream.info().clone();
+    write!(out, "{}", summary(&info))?;
+    out.flush()?;
     let filter = args.filter();
-    let selected = filter.select(&dump);
-    let total = dump.records().len();
-    if total == 0 {
+    let (seen, selected) = list(&mut stream, &info, &filter, args.limit, out)?;
+    let counts = stream.counts().copied().unwrap_or_default();
+    if counts.total == 0 {
         writeln!(out, "the dump has no records")?;
         return Ok(ExitCode::SUCCESS);
     }
-    if selected.is_empty() {
-        writeln!(
-            out,
-            "no records match {} ({total} records in the dump)",
-            filter.describe()
-        )?;
-        for hint in filter.explain_no_match(&dump) {
+    if selected == 0 {
+        writeln!(out, "no records match {} ({} records in the dump)", filter.describe(), counts.total)?;
+        for hint in seen.explain_no_match(&filter) {
             writeln!(out, "  {hint}")?;
         }
         return Ok(ExitCode::from(1));
     }
     if !filter.is_empty() {
-        writeln!(
-            out,
-            "{} of {total} records match {}",
-            selected.len(),
-            filter.describe()
-        )?;
+        writeln!(out, "{selected} of {} records match {}", counts.total, filter.describe())?;
     }
-    writeln!(out)?;
-    let shown = args.limit.unwrap_or(usize::MAX).min(selected.len());
-    write!(out, "{}", table(&dump, &selected[..shown]))?;
-    if shown < selected.len() {
-        writeln!(
-            out,
-            "... {} more records not listed (--limit {shown})",
-            selected.len() - shown
-        )?;
-    }
-
+    write!(out, "{}", footer(&counts))?;
     if let Some(format) = args.export {
-        let out_dir = args
-            .out
-            .clone()
-            .unwrap_or_else(|| dump.dir().join("export"));
-        let results = export_records(
-            &dump,
-            &selected,
-            format,
-            &out_dir,
-            TxtOptions { full: args.full },
-        )
-        .with_context(|| format!("exporting to {}", out_dir.display()))?;
-        writeln!(out)?;
-        let mut written = 0usize;
-        for (index, outcome) in &results {
-            match outcome {
-                ExportOutcome::Written { path, note } => {
-                    written += 1;
-                    let name = path.file_name().map_or_else(
-                        || path.display().to_string(),
-                        |n| n.to_string_lossy().into_owned(),
-                    );
-                    match note {
-                        Some(n) => writeln!(out, "wrote {name}  (record {index}; note: {n})")?,
-                        None => writeln!(out, "wrote {name}  (record {index})")?,
-                    }
-                }
-                ExportOutcome::Skipped { reason } => {
-                    writeln!(out, "skipped record {index}: {reason}")?;
-                }
-            }
-        }
-        writeln!(
-            out,
-            "exported {written} of {} records as {} to {}",
-            results.len(),
-            format.ext(),
-            out_dir.display()
-        )?;
+        drop(stream);
+        export(args, &manifest, &info, &filter, format, out)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Print the table a page at a time; returns what was seen and how many
+/// records matched.
+fn list(
+    stream: &mut RecordStream,
+    info: &DumpInfo,
+    filter: &Filter,
+    limit: Option<usize>,
+    out: &mut dyn Write,
+) -> Result<(Seen, usize)> {
+    let limit = limit.unwrap_or(usize::MAX);
+    let mut table = Table::default();
+    let mut seen = Seen::default();
+    let (mut selected, mut shown) = (0usize, 0usize);
+    for r in stream.by_ref() {
+        let r = r?;
+        seen.add(filter, &r);
+        if !filter.matches(&r) {
+            continue;
+        }
+        selected += 1;
+        if shown >= limit {
+            continue;
+        }
+        if shown == 0 {
+            writeln!(out)?;
+        }
+        shown += 1;
+        if let Some(page) = table.push(row(&info.payload, &r)?) {
+            out.write_all(page.as_bytes())?;
+            out.flush()?;
+        }
+    }
+    if shown > 0 {
+        out.write_all(table.page().as_bytes())?;
+    }
+    if shown < selected {
+        writeln!(out, "... {} more records not listed (--limit {shown})", selected - shown)?;
+    }
+    Ok((seen, selected))
+}
+
+/// A second pass: one file per selected record, reported as written.
+fn export(
+    args: &ViewArgs,
+    manifest: &Path,
+    info: &DumpInfo,
+    filter: &Filter,
+    format: ExportFormat,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let out_dir = args.out.clone().unwrap_or_else(|| info.dir.join("export"));
+    let mut exporter = Exporter::new(&out_dir, format, TxtOptions { full: args.full })
+        .with_context(|| format!("exporting to {}", out_dir.display()))?;
+    writeln!(out)?;
+    let (mut written, mut total) = (0usize, 0usize);
+    for r in RecordStream::open_manifest(manifest)? {
+        let r = r?;
+        if !filter.matches(&r) {
+            continue;
+        }
+        total += 1;
+        let outcome = exporter
+            .export(info, &r)
+            .with_context(|| format!("exporting to {}", out_dir.display()))?;
+        match outcome {
+            ExportOutcome::Written { path, note } => {
+                written += 1;
+                let name = path
+                    .file_name()
+                    .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+                match note {
+                    Some(n) => writeln!(out, "wrote {name}  (record {}; note: {n})", r.index)?,
+                    None => writeln!(out, "wrote {name}  (record {})", r.index)?,
+                }
+            }
+            ExportOutcome::Skipped { reason } => writeln!(out, "skipped record {}: {reason}", r.index)?,
+        }
+    }
+    writeln!(out, "exported {written} of {total} records as {} to {}", format.ext(), out_dir.display())?;
+    Ok(())
 }

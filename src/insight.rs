@@ -11,9 +11,9 @@ use std::{
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use simpler_dump::{
-    args::ArgsFile, kernel_args::KernelArgsFile, manifest::ArgsDump, reader::Dump, ARGS_FILE,
-};
+use simpler_format::args_dump::ArgsDump;
+use simpler_format::files::{ARGS_FILE, TENSOR_DUMP_JSON};
+use simpler_inspect::{args::ArgsFile, kernel_args::KernelArgsFile, Dump};
 use simpler_replay::{
     rebuild::{rebuild, select_dispatch, RebuildOptions},
     replay_into,
@@ -284,7 +284,7 @@ fn from_dump(
         (None, None, None) => w.default_case().to_string(),
     };
 
-    let dump = if folder.join(simpler_dump::JSON_FILE).is_file() {
+    let dump = if folder.join(TENSOR_DUMP_JSON).is_file() {
         Some(Dump::open(&folder)?)
     } else {
         None

@@ -3,7 +3,7 @@
 
 use std::{fs::File, io::Write, path::PathBuf};
 
-use simpler_core::{DType, Scalar};
+use simpler_core::Scalar;
 
 use crate::{
     collector::{Collected, RunStatus, BIN_FILE},
@@ -22,21 +22,13 @@ use crate::{
 
 /// `0x%016x`, the form of every id, address and bit pattern in the files.
 pub fn hex64(v: u64) -> String {
-    format!("0x{v:016x}")
+    simpler_format::hex::Hex64(v).to_string()
 }
 
-/// A scalar's exact value as the files write it, by its declared dtype.
+/// A scalar's exact value as the files write it, by its declared dtype
+/// (the one codec: [`simpler_format::scalar::encode`]).
 pub fn scalar_value(s: Scalar) -> ScalarValue {
-    match s.dtype {
-        DType::Float32 => ScalarValue::F32(f32::from_bits(s.bits as u32)),
-        DType::Float16 => ScalarValue::F32(half::f16::from_bits(s.bits as u16).to_f32()),
-        DType::Bfloat16 => ScalarValue::F32(half::bf16::from_bits(s.bits as u16).to_f32()),
-        DType::Int32 => ScalarValue::Int(i64::from(s.bits as u32 as i32)),
-        DType::Int16 => ScalarValue::Int(i64::from(s.bits as u16 as i16)),
-        DType::Int8 => ScalarValue::Int(i64::from(s.bits as u8 as i8)),
-        DType::Int64 => ScalarValue::Int(s.bits as i64),
-        _ => ScalarValue::UInt(s.bits),
-    }
+    simpler_format::scalar::encode(s.dtype, s.bits)
 }
 
 /// The `args_dump.json` entry of an orchestration argument.
@@ -496,7 +488,7 @@ mod tests {
     use crate::kept::Tables;
     use crate::manifest::RecordJson;
     use crate::record::TensorRecord;
-    use simpler_core::{ArgRole, ChipTensor, TaskId};
+    use simpler_core::{ArgRole, ChipTensor, DType, TaskId};
 
     /// Keep `r` in `tables` and format it back, as the export does.
     fn write_record_json(tables: &mut Tables, out: &mut Vec<u8>, r: &TensorRecord, base: u64) {

@@ -1,4 +1,4 @@
-//! Dumps: what every task received and produced, and how to read it back.
+//! Dumps, the writing side: what every task received and produced.
 //!
 //! Writing side: a [`DumpSession`] per run owns a collector thread; each
 //! scheduler thread gets a [`Producer`] that appends fixed-size [`Record`]s
@@ -9,8 +9,8 @@
 //! unfinished tasks when the run ended abnormally (a full disk included:
 //! what reached it is described, the rest counted).
 //!
-//! Reading side: [`manifest`] wire types, a validating reader and the
-//! viewer's exporters.
+//! The reading side (readers, viewer, diff) is `simpler-inspect`; the wire
+//! types of every file are `simpler-format`'s.
 #![deny(missing_docs)]
 
 mod collector;
@@ -23,15 +23,8 @@ mod kept;
 pub mod manifest;
 mod producer;
 mod record;
-// Reading side (viewer): modules below are owned by the reader work.
-pub mod args;
-pub mod diff;
-pub mod export_npy;
-pub mod export_txt;
-pub mod json_path;
-pub mod kernel_args;
-pub mod reader;
-pub mod view;
+#[cfg(test)]
+mod kept_format_check;
 
 pub use collector::{DumpSession, DumpSummary, RunStatus, UnfinishedCounts, BIN_FILE, JSON_FILE};
 pub use config::{DumpConfig, DumpLevel, DumpPolicy, DEFAULT_ARENA_BYTES};

@@ -1,14 +1,15 @@
-//! Wire types of `tensor_dump.json` (DESIGN §6). Writer and readers share them.
+//! The writer's serde structs of `tensor_dump.json`, `args_dump.json` and
+//! `kernel_args_dump.json` (DESIGN §6). Readers use `simpler-format`'s
+//! types; a test (`kept_format_check`) checks that what this writer writes
+//! is what those types describe, byte for byte. Switching the writer to
+//! the format types is a later step.
 //!
 //! Changing a field here changes the format: bump [`SCHEMA_VERSION`].
-//! Readers also accept the reference runtime's dumps (no `schema_version`,
-//! `status`, `func_id`, `addr` or `bits`; scalars as raw `UINT64` values) and
-//! manifests that name the record list `args` instead of `tensors`.
 
 use serde::{Deserialize, Serialize};
 
 /// Version written into every file this crate produces.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = simpler_format::SCHEMA_VERSION;
 
 /// `bin_format` of the manifest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -162,100 +163,9 @@ pub struct RecordJson {
     pub bits: Option<String>,
 }
 
-/// A scalar's value, written exactly: integers as JSON integers, floats as
-/// the shortest decimal that round-trips to the same bits, and NaN / ±Inf
-/// as the strings `"nan"`, `"inf"`, `"-inf"`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum ScalarValue {
-    /// A signed integer.
-    Int(i64),
-    /// An unsigned integer (also what reference dumps hold: raw slot bits).
-    UInt(u64),
-    /// An f32, written with the shortest f32 round-trip form.
-    F32(f32),
-    /// Any other float.
-    F64(f64),
-}
-
-impl Serialize for ScalarValue {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let special = |x: f64| {
-            if x.is_nan() {
-                Some("nan")
-            } else if x == f64::INFINITY {
-                Some("inf")
-            } else if x == f64::NEG_INFINITY {
-                Some("-inf")
-            } else {
-                None
-            }
-        };
-        match *self {
-            ScalarValue::Int(v) => s.serialize_i64(v),
-            ScalarValue::UInt(v) => s.serialize_u64(v),
-            ScalarValue::F32(v) => match special(f64::from(v)) {
-                Some(t) => s.serialize_str(t),
-                // serde_json formats f32 with the shortest f32 round-trip digits.
-                None => s.serialize_f32(v),
-            },
-            ScalarValue::F64(v) => match special(v) {
-                Some(t) => s.serialize_str(t),
-                None => s.serialize_f64(v),
-            },
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for ScalarValue {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        use serde::de::Error;
-        let v = serde_json::Value::deserialize(d)?;
-        match v {
-            serde_json::Value::Number(n) => {
-                if let Some(u) = n.as_u64() {
-                    Ok(ScalarValue::UInt(u))
-                } else if let Some(i) = n.as_i64() {
-                    Ok(ScalarValue::Int(i))
-                } else {
-                    Ok(ScalarValue::F64(n.as_f64().unwrap_or(f64::NAN)))
-                }
-            }
-            serde_json::Value::String(s) => match s.as_str() {
-                "nan" => Ok(ScalarValue::F64(f64::NAN)),
-                "inf" => Ok(ScalarValue::F64(f64::INFINITY)),
-                "-inf" => Ok(ScalarValue::F64(f64::NEG_INFINITY)),
-                other => Err(D::Error::custom(format!(
-                    "scalar value: expected a number or \"nan\"/\"inf\"/\"-inf\", got \"{other}\""
-                ))),
-            },
-            other => Err(D::Error::custom(format!(
-                "scalar value: expected a number or \"nan\"/\"inf\"/\"-inf\", got {other}"
-            ))),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn scalar_values_are_exact() {
-        let j = |v: ScalarValue| serde_json::to_string(&v).unwrap();
-        assert_eq!(j(ScalarValue::F32(0.1)), "0.1");
-        assert_eq!(j(ScalarValue::F32(1.0)), "1.0");
-        assert_eq!(j(ScalarValue::F32(-0.0)), "-0.0");
-        assert_eq!(j(ScalarValue::F32(f32::NAN)), "\"nan\"");
-        assert_eq!(j(ScalarValue::F32(f32::NEG_INFINITY)), "\"-inf\"");
-        assert_eq!(j(ScalarValue::UInt(u64::MAX)), "18446744073709551615");
-        assert_eq!(j(ScalarValue::Int(-7)), "-7");
-        let back: ScalarValue = serde_json::from_str("18446744073709551615").unwrap();
-        assert_eq!(back, ScalarValue::UInt(u64::MAX));
-        let back: ScalarValue = serde_json::from_str("0.1").unwrap();
-        assert_eq!(back, ScalarValue::F64(0.1));
-        assert!(serde_json::from_str::<ScalarValue>("\"x\"").is_err());
-    }
-}
+/// A scalar's value, written exactly: the one codec's type
+/// ([`simpler_format::scalar`]).
+pub use simpler_format::scalar::ScalarValue;
 
 /// `args_dump.json`: the orchestration's own arguments, metadata only.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -17,7 +17,8 @@ pub struct Hex64(pub u64);
 
 impl fmt::Display for Hex64 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "0x{:016x}", self.0)
+        let mut buf = [0u8; 18];
+        f.pad(format_into(self.0, &mut buf))
     }
 }
 

@@ -145,3 +145,19 @@ pub enum ContextKind {
     /// Slot 49: `GlobalContext { sub_block_id }`.
     GlobalContext,
 }
+
+impl ContextKind {
+    /// The name the files use.
+    pub fn name(self) -> &'static str {
+        match self {
+            ContextKind::LocalContext => "local_context",
+            ContextKind::GlobalContext => "global_context",
+        }
+    }
+}
+
+impl std::fmt::Display for ContextKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.name())
+    }
+}

@@ -2,7 +2,6 @@
 
 use std::path::PathBuf;
 
-use simpler_dump::{kernel_args::KernelArgsError, reader::ReadError};
 
 use crate::ExportError;
 
@@ -67,12 +66,9 @@ pub enum ReplayError {
         /// What failed (includes the OS error).
         msg: String,
     },
-    /// The kernel args dump could not be read.
+    /// A dump (kernel args or tensor) could not be read.
     #[error(transparent)]
-    KernelArgs(#[from] KernelArgsError),
-    /// The tensor dump could not be read.
-    #[error(transparent)]
-    Dump(#[from] ReadError),
+    Read(#[from] simpler_format::Error),
     /// The trace could not be exported.
     #[error(transparent)]
     Export(#[from] ExportError),

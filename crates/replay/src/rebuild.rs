@@ -22,11 +22,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use simpler_core::{topology, ArgRole, TaskId};
-use simpler_dump::{
-    kernel_args::KernelArgsFile,
-    manifest::{DispatchJson, SlotJson},
-    reader::{parse_hex_u64, Dump, Record, RecordKind, Stage},
-};
+use simpler_format::kernel_args::{ContextKind, Dispatch, Slot};
+use simpler_format::vocab::Kind;
+use simpler_inspect::{kernel_args::KernelArgsFile, Dump, Record, RecordKind, Stage};
 use simpler_runtime::KernelDef;
 
 use crate::{
@@ -176,7 +174,7 @@ pub fn select_dispatch(
 /// The slot fields that must agree between the members of a MIX cluster
 /// (they all get the task's argument array; descriptor addresses differ
 /// because every member has its own payload).
-fn slot_key(s: &SlotJson) -> impl PartialEq + '_ {
+fn slot_key(s: &Slot) -> impl PartialEq + '_ {
     (
         s.arg_index,
         &s.kind,
@@ -203,10 +201,10 @@ fn consistent_clusters(k: &KernelArgsFile, max: u32) -> Vec<u32> {
         .collect()
 }
 
-fn identity(d: &DispatchJson) -> DispatchIdentity {
+fn identity(d: &Dispatch) -> DispatchIdentity {
     DispatchIdentity {
         dispatch_id: Some(d.dispatch_id),
-        task_id: Some(d.task_id.clone()),
+        task_id: Some(d.task_id.to_string()),
         subtask: d.subtask.clone(),
         core_id: Some(d.core_id),
         block_idx: d.block_idx,
@@ -214,7 +212,7 @@ fn identity(d: &DispatchJson) -> DispatchIdentity {
         sub_block_id: d
             .context
             .iter()
-            .find(|c| c.kind == "global_context")
+            .find(|c| c.kind == ContextKind::GlobalContext)
             .and_then(|c| c.sub_block_id),
     }
 }
@@ -243,7 +241,7 @@ pub fn rebuild(
     let mut notes = Vec::new();
 
     // The cluster: every dispatch of the same task and block, AIC first.
-    let mut members: Vec<&DispatchJson> = k
+    let mut members: Vec<&Dispatch> = k
         .doc
         .dispatches
         .iter()
@@ -340,7 +338,7 @@ pub fn rebuild(
     ));
 
     // Tensor dump records of this task, by (stage, slot).
-    let task = parse_hex_u64(&d.task_id).map(TaskId);
+    let task = Some(TaskId(d.task_id.0));
     let bin = dump.map(|dp| {
         std::fs::canonicalize(dp.bin_path()).unwrap_or_else(|_| dp.bin_path().to_path_buf())
     });
@@ -371,8 +369,8 @@ pub fn rebuild(
 
     let mut args = Vec::with_capacity(d.args.len());
     for s in &d.args {
-        if s.kind == "scalar" {
-            let bits = s.bits.as_deref().and_then(parse_hex_u64).unwrap_or(0);
+        if s.kind == Kind::Scalar {
+            let bits = s.bits.map_or(0, |b| b.0);
             let dtype = simpler_core::DType::from_name(&s.dtype);
             args.push(ArgSpec {
                 arg_index: s.arg_index,
@@ -430,7 +428,7 @@ pub fn rebuild(
                         r,
                         dump.is_some(),
                         level,
-                        &d.task_id,
+                        &d.task_id.to_string(),
                         s.arg_index
                     )
                 ));
@@ -453,7 +451,7 @@ pub fn rebuild(
                             r,
                             dump.is_some(),
                             level,
-                            &d.task_id,
+                            &d.task_id.to_string(),
                             s.arg_index
                         )
                     ));

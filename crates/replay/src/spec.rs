@@ -52,10 +52,9 @@ use simpler_core::{
     topology::{self, Subtask},
     ArgRole, ChipTensor, DType, TaskId, MAX_DIMS,
 };
-use simpler_dump::{
-    manifest::ScalarValue,
-    reader::{parse_hex_u64, parse_role},
-};
+use simpler_format::hex::parse_lenient as parse_hex_u64;
+use simpler_format::scalar::ScalarValue;
+use simpler_format::vocab::parse_role;
 
 use crate::ReplayError;
 
@@ -486,20 +485,28 @@ impl ReplaySpec {
     /// # Errors
     /// As for [`ReplaySpec::load`].
     pub fn parse(file: &str, text: &[u8]) -> Result<ReplaySpec, ReplayError> {
-        use simpler_dump::json_path::{from_slice, JsonProblem};
-        from_slice(text).map_err(|p| match p {
-            JsonProblem::Truncated(msg) | JsonProblem::Malformed(msg) => ReplayError::SpecJson {
-                file: file.into(),
+        use simpler_format::ErrorKind;
+        simpler_format::json::from_slice(std::path::Path::new(file), text).map_err(|e| match e.kind {
+            ErrorKind::Field {
+                path,
+                line,
+                column,
                 msg,
-            },
-            JsonProblem::Field { path, what, at } => ReplayError::Spec {
+            } => ReplayError::Spec {
                 file: file.into(),
-                field: if path == "." {
-                    "(top level)".into()
-                } else {
-                    path
-                },
-                msg: format!("{what} (at {at})"),
+                field: if path == "." { "(top level)".into() } else { path },
+                msg: format!("{} (at line {line}, column {column})", simpler_format::tame(&msg)),
+            },
+            ErrorKind::TruncatedJson { line, column, msg } => ReplayError::SpecJson {
+                file: file.into(),
+                msg: format!(
+                    "truncated JSON: the file ends at line {line}, column {column} ({})",
+                    simpler_format::tame(&msg)
+                ),
+            },
+            _ => ReplayError::SpecJson {
+                file: file.into(),
+                msg: e.to_string().trim_start_matches(&format!("{file}: ")).to_string(),
             },
         })
     }
@@ -1173,34 +1180,6 @@ impl From<ScalarValue> for Number {
     }
 }
 
-impl Number {
-    fn as_f32(self) -> f32 {
-        match self {
-            Number::Int(i) => i as f32,
-            Number::F32(f) => f,
-            Number::Float(f) => f as f32,
-        }
-    }
-
-    fn as_f64(self) -> f64 {
-        match self {
-            Number::Int(i) => i as f64,
-            Number::F32(f) => f64::from(f),
-            Number::Float(f) => f,
-        }
-    }
-
-    fn as_int(self) -> Option<i128> {
-        match self {
-            Number::Int(i) => Some(i),
-            _ => {
-                let f = self.as_f64();
-                (f.is_finite() && f.fract() == 0.0 && f.abs() < 1.8e19).then_some(f as i128)
-            }
-        }
-    }
-}
-
 fn width_mask(dtype: DType) -> u64 {
     match dtype.size() {
         8 => u64::MAX,
@@ -1219,43 +1198,22 @@ fn both_nan(dtype: DType, a: u64, b: u64) -> bool {
 }
 
 /// Element (or slot) bits of `n` in `dtype`, zero-extended to 64 bits as a
-/// scalar slot holds them (an INT32 −1 is `0x00000000ffffffff`).
+/// scalar slot holds them (an INT32 −1 is `0x00000000ffffffff`): the one
+/// codec ([`simpler_format::scalar::decode`]); FP8/FP4 take raw bits only.
 fn number_bits(dtype: DType, n: Number) -> Result<u64, String> {
-    let int_range = |lo: i128, hi: i128| -> Result<u64, String> {
-        let i = n
-            .as_int()
-            .ok_or_else(|| format!("{} needs an integer, got {}", dtype.name(), n.as_f64()))?;
-        if i < lo || i > hi {
-            return Err(format!("{i} does not fit {} ({lo}..={hi})", dtype.name()));
-        }
-        Ok((i as i64 as u64) & width_mask(dtype))
-    };
-    match dtype {
-        DType::Float32 => Ok(u64::from(n.as_f32().to_bits())),
-        DType::Float16 => Ok(u64::from(f16::from_f32(n.as_f32()).to_bits())),
-        DType::Bfloat16 => Ok(u64::from(bf16::from_f32(n.as_f32()).to_bits())),
-        DType::Int8 => int_range(i128::from(i8::MIN), i128::from(i8::MAX)),
-        DType::Int16 => int_range(i128::from(i16::MIN), i128::from(i16::MAX)),
-        DType::Int32 => int_range(i128::from(i32::MIN), i128::from(i32::MAX)),
-        DType::Int64 => int_range(i128::from(i64::MIN), i128::from(i64::MAX)),
-        DType::Uint8 => int_range(0, i128::from(u8::MAX)),
-        DType::Uint16 => int_range(0, i128::from(u16::MAX)),
-        DType::Uint32 => int_range(0, i128::from(u32::MAX)),
-        DType::Uint64 => {
-            let i = n
-                .as_int()
-                .filter(|i| (0..=i128::from(u64::MAX)).contains(i))
-                .ok_or_else(|| {
-                    format!("UINT64 needs an integer in 0..=2^64-1, got {}", n.as_f64())
-                })?;
-            Ok(i as u64)
-        }
-        DType::Bool => int_range(0, 1),
-        DType::Fp8E4M3Fn | DType::Fp8E8M0 | DType::Fp4E2M1 => Err(format!(
-            "{} values must be given as raw bits (0x…)",
-            dtype.name()
-        )),
+    if matches!(dtype, DType::Fp8E4M3Fn | DType::Fp8E8M0 | DType::Fp4E2M1) {
+        return Err(format!("{} values must be given as raw bits (0x…)", dtype.name()));
     }
+    let v = match n {
+        Number::Int(i) => match (i64::try_from(i), u64::try_from(i)) {
+            (Ok(x), _) => ScalarValue::Int(x),
+            (_, Ok(x)) => ScalarValue::UInt(x),
+            _ => return Err(format!("{i} does not fit {}", dtype.name())),
+        },
+        Number::F32(f) => ScalarValue::F32(f),
+        Number::Float(f) => ScalarValue::F64(f),
+    };
+    simpler_format::scalar::decode(v, dtype)
 }
 
 /// `0x…` raw bits; a tensor element must fit the dtype's width, a scalar
@@ -1311,33 +1269,19 @@ fn not_a_number(dtype: DType, t: &str) -> String {
     )
 }
 
-/// The value `bits` hold as a `dtype` scalar (`None` for FP8/FP4, which
-/// have no JSON number form here).
+/// The value `bits` hold as a `dtype` scalar, as the dumps write it
+/// ([`simpler_format::scalar::encode`]); `None` for FP8/FP4, which have no
+/// JSON number form in a spec.
 pub fn scalar_value(dtype: DType, bits: u64) -> Option<ScalarValue> {
-    Some(match dtype {
-        DType::Float32 => ScalarValue::F32(f32::from_bits(bits as u32)),
-        DType::Float16 => ScalarValue::F64(f16::from_bits(bits as u16).to_f64()),
-        DType::Bfloat16 => ScalarValue::F64(bf16::from_bits(bits as u16).to_f64()),
-        DType::Int8 => ScalarValue::Int(i64::from(bits as u8 as i8)),
-        DType::Int16 => ScalarValue::Int(i64::from(bits as u16 as i16)),
-        DType::Int32 => ScalarValue::Int(i64::from(bits as u32 as i32)),
-        DType::Int64 => ScalarValue::Int(bits as i64),
-        DType::Uint8 | DType::Bool => ScalarValue::UInt(bits & 0xff),
-        DType::Uint16 => ScalarValue::UInt(bits & 0xffff),
-        DType::Uint32 => ScalarValue::UInt(bits & 0xffff_ffff),
-        DType::Uint64 => ScalarValue::UInt(bits),
-        DType::Fp8E4M3Fn | DType::Fp8E8M0 | DType::Fp4E2M1 => return None,
-    })
+    match dtype {
+        DType::Fp8E4M3Fn | DType::Fp8E8M0 | DType::Fp4E2M1 => None,
+        _ => Some(simpler_format::scalar::encode(dtype, bits)),
+    }
 }
 
 /// A scalar value as text (`0.25`, `-3`, `nan`).
 pub fn value_text(v: ScalarValue) -> String {
-    match v {
-        ScalarValue::F32(x) => format!("{x:?}"),
-        ScalarValue::F64(x) => format!("{x:?}"),
-        ScalarValue::Int(i) => i.to_string(),
-        ScalarValue::UInt(u) => u.to_string(),
-    }
+    v.to_string()
 }
 
 #[cfg(test)]

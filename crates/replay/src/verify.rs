@@ -21,7 +21,7 @@ use std::{fmt::Write as _, path::Path};
 
 use serde::{Serialize, Serializer};
 use simpler_core::ArgRole;
-use simpler_dump::reader::{decode_f64, format_element};
+use simpler_core::decode::{element_f64 as decode_f64, format_element};
 
 use crate::{
     replay::{load_source, Execution},
