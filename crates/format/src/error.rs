@@ -236,6 +236,7 @@ impl fmt::Display for Error {
                     l => format!(" at line {l}, column {column}"),
                 };
                 match path.as_str() {
+                    "." | "" if *line == 0 => write!(f, "{file}: {}", tame(msg)),
                     "." | "" => write!(f, "{file}:{at}: {}", tame(msg)),
                     p => write!(f, "{file}: field {p}{at}: {}", tame(msg)),
                 }

@@ -228,6 +228,13 @@ impl Checks {
                 return fail(field, header, actual, note.into());
             }
         }
+        // Ours always has scalar_args; the upstream runtime writes none.
+        let scalar_args = h.scalar_args.or((self.layout == Layout::Native).then_some(0));
+        if let Some(s) = scalar_args {
+            if s != c.scalars {
+                return fail("scalar_args", s, c.scalars, " scalar records".into());
+            }
+        }
         // Ours counts tensor records per role; the upstream and reference
         // runtimes also count scalar records (role input) as inputs.
         let inputs = c.tensor_roles[0];
@@ -242,11 +249,6 @@ impl Checks {
                 _ => format!(" input tensor records ({with_scalars} counting the {} scalar records too)", c.scalar_inputs),
             };
             return fail("input_tensors", h.input_tensors, inputs, note);
-        }
-        if let Some(s) = h.scalar_args {
-            if s != c.scalars {
-                return fail("scalar_args", s, c.scalars, " scalar records".into());
-            }
         }
         let overwritten_ok = match self.layout {
             Layout::Native => h.dropped_overwrite == c.overwritten,

@@ -41,13 +41,19 @@ pub fn build(file: &Path, list_key: &str, fields: &Map<String, Value>) -> Result
         serde_path_to_error::deserialize::<_, Header>(value)
     };
     let header = typed.map_err(|e| {
-        Error::new(
-            file,
-            ErrorKind::Header {
-                field: e.path().to_string(),
-                msg: simpler_format::tame(&e.inner().to_string()),
-            },
-        )
+        let msg = simpler_format::tame(&e.inner().to_string());
+        match e.path().to_string().as_str() {
+            "." => Error::new(
+                file,
+                ErrorKind::Field {
+                    path: ".".into(),
+                    line: 0,
+                    column: 0,
+                    msg: format!("header: {msg}"),
+                },
+            ),
+            p => Error::new(file, ErrorKind::Header { field: p.into(), msg }),
+        }
     })?;
     check(file, &header, layout)?;
     Ok((header, layout))

@@ -135,7 +135,7 @@ impl Context {
         if w.shape.len() > MAX_DIMS {
             return Err(bad(
                 "shape",
-                format!("{} dimensions: at most {MAX_DIMS} are supported", w.shape.len()),
+                format!("{} dimensions {:?}: at most {MAX_DIMS} are supported", w.shape.len(), w.shape),
             ));
         }
         if w.kind == Kind::Tensor && w.strides.len() != w.shape.len() {

@@ -22,16 +22,12 @@ type GroupKey = (u64, Stage, u32);
 /// Why a merge stopped.
 #[derive(Debug)]
 enum Stop {
-    /// A dump could not be read.
-    Read(Error),
+    /// Dump `A` or `B` could not be read.
+    Read(&'static str, Error),
     /// A dump's records are not sorted (side `A` or `B`): pair in memory.
     Unsorted(&'static str),
-}
-
-impl From<Error> for Stop {
-    fn from(e: Error) -> Stop {
-        Stop::Read(e)
-    }
+    /// The spill file could not be written.
+    Spill(std::io::Error),
 }
 
 /// Why a diff could not be made.
@@ -40,9 +36,14 @@ pub enum DiffFailure {
     /// Unusable options.
     #[error(transparent)]
     Options(#[from] DiffError),
-    /// A dump could not be read (which one is in the message's path).
-    #[error(transparent)]
-    Read(#[from] Error),
+    /// Dump `A` or `B` could not be read.
+    #[error("dump {side}: {error}")]
+    Read {
+        /// `A` or `B`.
+        side: &'static str,
+        /// What is wrong with it.
+        error: Error,
+    },
     /// The `--json` spill files could not be written.
     #[error("temporary file for the diff: {0}")]
     Spill(#[from] std::io::Error),
@@ -87,7 +88,9 @@ impl<I: Iterator<Item = Result<Record, Error>>> Groups<I> {
     }
 
     fn next(&mut self) -> Result<Option<(GroupKey, Vec<Record>)>, Stop> {
-        let Some(first) = self.it.next().transpose()? else {
+        let side = self.side;
+        let read = |e: Error| Stop::Read(side, e);
+        let Some(first) = self.it.next().transpose().map_err(read)? else {
             return Ok(None);
         };
         let key = self.key(&first)?;
@@ -100,10 +103,10 @@ impl<I: Iterator<Item = Result<Record, Error>>> Groups<I> {
             if (r.task_id, r.stage, r.arg_index) != (group[0].task_id, group[0].stage, group[0].arg_index) {
                 break;
             }
-            group.extend(self.it.next().transpose()?);
+            group.extend(self.it.next().transpose().map_err(read)?);
         }
         if let Some(Err(_)) = self.it.peek() {
-            self.it.next().transpose()?;
+            self.it.next().transpose().map_err(read)?;
         }
         self.records += group.len() as u64;
         group.sort_by_key(|r| (r.role, r.index));
@@ -142,9 +145,15 @@ fn pair_groups(
         let xb: Vec<&Record> = gb.iter().filter(|r| r.role == role).collect();
         for k in 0..xa.len().max(xb.len()) {
             match (xa.get(k), xb.get(k)) {
-                (Some(a), Some(b)) => report.pair(compare(order, (pa, a), (pb, b), o)?)?,
-                (Some(a), None) => report.only_a(unpaired(order, a))?,
-                (None, Some(b)) => report.only_b(unpaired(order, b))?,
+                (Some(a), Some(b)) => {
+                    let p = compare(order, (pa, a), (pb, b), o).map_err(|e| {
+                        let side = if e.file == pa.path() { "A" } else { "B" };
+                        Stop::Read(side, e)
+                    })?;
+                    report.pair(p).map_err(Stop::Spill)?;
+                }
+                (Some(a), None) => report.only_a(unpaired(order, a)).map_err(Stop::Spill)?,
+                (None, Some(b)) => report.only_b(unpaired(order, b)).map_err(Stop::Spill)?,
                 (None, None) => {}
             }
         }
@@ -173,19 +182,19 @@ fn merge(
             }
             (Some((ka, ra)), Some((kb, _))) if ka < kb => {
                 for r in ra {
-                    report.only_a(unpaired(ka.0, r))?;
+                    report.only_a(unpaired(ka.0, r)).map_err(Stop::Spill)?;
                 }
                 x = ga.next()?;
             }
             (Some((ka, ra)), None) => {
                 for r in ra {
-                    report.only_a(unpaired(ka.0, r))?;
+                    report.only_a(unpaired(ka.0, r)).map_err(Stop::Spill)?;
                 }
                 x = ga.next()?;
             }
             (_, Some((kb, rb))) => {
                 for r in rb {
-                    report.only_b(unpaired(kb.0, r))?;
+                    report.only_b(unpaired(kb.0, r)).map_err(Stop::Spill)?;
                 }
                 y = gb.next()?;
             }
@@ -195,10 +204,21 @@ fn merge(
     Ok(())
 }
 
-impl From<std::io::Error> for Stop {
-    fn from(e: std::io::Error) -> Stop {
-        Stop::Read(Error::io("diff spill file", e))
+impl From<Stop> for DiffFailure {
+    fn from(s: Stop) -> DiffFailure {
+        match s {
+            Stop::Read(side, error) => DiffFailure::Read { side, error },
+            Stop::Spill(e) => DiffFailure::Spill(e),
+            Stop::Unsorted(side) => DiffFailure::Read {
+                side,
+                error: Error::io(side, std::io::Error::other("records not sorted")),
+            },
+        }
     }
+}
+
+fn side(side: &'static str) -> impl Fn(Error) -> DiffFailure {
+    move |error| DiffFailure::Read { side, error }
 }
 
 /// Compare two opened in-memory dumps, keeping every pair in the report.
@@ -221,11 +241,7 @@ fn merge_in_memory(a: &Dump, b: &Dump, o: &DiffOptions, report: &mut DiffReport)
     };
     let (va, vb) = (sorted(a), sorted(b));
     let it = |v: Vec<Record>| v.into_iter().map(Ok);
-    match merge(it(va), &a.info().payload, it(vb), &b.info().payload, o, report) {
-        Ok(()) => Ok(()),
-        Err(Stop::Read(e)) => Err(e.into()),
-        Err(Stop::Unsorted(_)) => unreachable!("sorted above"),
-    }
+    merge(it(va), &a.info().payload, it(vb), &b.info().payload, o, report).map_err(DiffFailure::from)
 }
 
 /// Compare the dumps at two paths, streaming both: memory holds one key
@@ -240,21 +256,21 @@ pub fn diff_paths(a: &Path, b: &Path, options: &DiffOptions, keep: Keep) -> Resu
     let open = |p: &Path| -> Result<RecordStream, Error> {
         RecordStream::open_manifest(&crate::locate::resolve_manifest(p)?)
     };
-    let (sa, sb) = (open(a)?, open(b)?);
+    let (sa, sb) = (open(a).map_err(side("A"))?, open(b).map_err(side("B"))?);
     let (ia, ib): (std::sync::Arc<DumpInfo>, std::sync::Arc<DumpInfo>) = (sa.info().clone(), sb.info().clone());
     let mut report = DiffReport::new(&ia, &ib, *options, keep.clone())?;
     match merge(sa, &ia.payload, sb, &ib.payload, options, &mut report) {
         Ok(()) => {}
-        Err(Stop::Read(e)) => return Err(e.into()),
-        Err(Stop::Unsorted(side)) => {
+        Err(Stop::Unsorted(which)) => {
             // Not written by a writer that sorts: pair in memory.
-            let (da, db) = (Dump::open(a)?, Dump::open(b)?);
+            let (da, db) = (Dump::open(a).map_err(side("A"))?, Dump::open(b).map_err(side("B"))?);
             report = DiffReport::new(da.info(), db.info(), *options, keep)?;
             report.notes.push(format!(
-                "{side}'s records are not sorted by (task_id, stage, arg_index): paired in memory"
+                "{which}'s records are not sorted by (task_id, stage, arg_index): paired in memory"
             ));
             merge_in_memory(&da, &db, options, &mut report)?;
         }
+        Err(stop) => return Err(stop.into()),
     }
     report.finish();
     Ok(report)

@@ -4,7 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
-use simpler_dump::manifest::{BinFormat, Manifest, RecordJson, ScalarValue, SCHEMA_VERSION};
+pub use simpler_format::scalar::{ScalarValue, WireValue};
+use simpler_core::DType;
+pub use simpler_format::tensor_dump::{BinFormat, Header, HexField, Manifest, Record as RecordJson};
+use simpler_format::vocab::{parse_role, Kind, Stage, Status};
+use simpler_format::SCHEMA_VERSION;
 
 /// `tests/fixtures/reference-dumps/<name>` of the workspace.
 pub fn reference(name: &str) -> PathBuf {
@@ -32,28 +36,26 @@ pub fn tensor(
     let numel = shape.iter().product();
     (
         RecordJson {
-            task_id: format!("0x{task:016x}"),
-            func_id: Some(func.to_vec()),
-            role: role.into(),
-            stage: stage.into(),
+            task_id: HexField::from(task),
+            func_id: Some(func.iter().map(|&f| i64::from(f)).collect()),
+            role: parse_role(role).unwrap(),
+            stage: Stage::from_name(stage).unwrap(),
             arg_index: arg,
-            kind: "tensor".into(),
-            dtype: dtype.into(),
+            kind: Kind::Tensor,
+            dtype: DType::from_name(dtype).unwrap(),
             shape: shape.to_vec(),
             strides,
             start_offset: 0,
             is_contiguous: true,
             numel,
-            addr: Some(format!(
-                "0x{:016x}",
-                0x7f00_0000_0000u64 + u64::from(arg) * 0x1000
-            )),
+            addr: Some(HexField::from(0x7f00_0000_0000u64 + u64::from(arg) * 0x1000)),
             bin_offset: 0,
             bin_size: bytes.len() as u64,
             truncated: false,
             overwritten: false,
             value: None,
             bits: None,
+            arg_index_ambiguous: None,
         },
         bytes,
     )
@@ -70,13 +72,13 @@ pub fn scalar(
 ) -> (RecordJson, Vec<u8>) {
     (
         RecordJson {
-            task_id: format!("0x{task:016x}"),
-            func_id: Some(func.to_vec()),
-            role: "input".into(),
-            stage: "before_dispatch".into(),
+            task_id: HexField::from(task),
+            func_id: Some(func.iter().map(|&f| i64::from(f)).collect()),
+            role: simpler_core::ArgRole::Input,
+            stage: Stage::BeforeDispatch,
             arg_index: arg,
-            kind: "scalar".into(),
-            dtype: dtype.into(),
+            kind: Kind::Scalar,
+            dtype: DType::from_name(dtype).unwrap(),
             shape: vec![],
             strides: vec![],
             start_offset: 0,
@@ -87,8 +89,9 @@ pub fn scalar(
             bin_size: 0,
             truncated: false,
             overwritten: false,
-            value: Some(value),
-            bits: Some(format!("0x{bits:016x}")),
+            value: Some(WireValue::Number(value)),
+            bits: Some(HexField::from(bits)),
+            arg_index_ambiguous: None,
         },
         Vec::new(),
     )
@@ -107,28 +110,33 @@ pub fn build(records: Vec<(RecordJson, Vec<u8>)>) -> (Manifest, Vec<u8>) {
         list.push(r);
     }
     let count = |f: &dyn Fn(&RecordJson) -> bool| list.iter().filter(|r| f(r)).count() as u64;
-    let tensor_role = |role: &str| count(&|r| r.kind == "tensor" && r.role == role);
+    use simpler_core::ArgRole;
+    let tensor_role = |role: &[ArgRole]| count(&|r| r.kind == Kind::Tensor && role.contains(&r.role));
     let m = Manifest {
-        schema_version: Some(SCHEMA_VERSION),
-        run_dir: "tensor_dump".into(),
-        status: Some("complete".into()),
-        reason: None,
-        bin_file: "tensor_dump.bin".into(),
-        bin_format: BinFormat::default(),
-        dump_level: Some(2),
-        dump_policy: Some("block".into()),
-        total_tensors: list.len() as u64,
-        before_dispatch: count(&|r| r.stage == "before_dispatch"),
-        after_completion: count(&|r| r.stage == "after_completion"),
-        hang_snapshot: 0,
-        input_tensors: tensor_role("input"),
-        output_tensors: tensor_role("output"),
-        inout_tensors: tensor_role("inout"),
-        scalar_args: count(&|r| r.kind == "scalar"),
-        truncated_tensors: count(&|r| r.truncated),
-        dropped_records: 0,
-        dropped_overwrite: 0,
-        unfinished_tasks: None,
+        header: Header {
+            schema_version: Some(SCHEMA_VERSION),
+            run_dir: "tensor_dump".into(),
+            status: Some(Status::Complete),
+            reason: None,
+            bin_file: Some(Some("tensor_dump.bin".into())),
+            bin_format: BinFormat::default(),
+            dump_level: Some(2),
+            dump_policy: Some("block".into()),
+            total_tensors: list.len() as u64,
+            before_dispatch: count(&|r| r.stage == Stage::BeforeDispatch),
+            after_completion: count(&|r| r.stage == Stage::AfterCompletion),
+            hang_snapshot: count(&|r| r.stage == Stage::HangSnapshot),
+            input_tensors: tensor_role(&[ArgRole::Input]),
+            output_tensors: tensor_role(&[ArgRole::Output, ArgRole::OutputExisting]),
+            inout_tensors: tensor_role(&[ArgRole::InOut]),
+            scalar_args: Some(count(&|r| r.kind == Kind::Scalar)),
+            truncated_tensors: count(&|r| r.truncated),
+            dropped_records: 0,
+            dropped_overwrite: count(&|r| r.overwritten),
+            write_races: 0,
+            races: vec![],
+            unfinished_tasks: None,
+        },
         tensors: list,
     };
     (m, bin)
@@ -287,4 +295,13 @@ pub fn varied() -> (Manifest, Vec<u8>) {
             f32_bytes(&[9.0, -9.0]),
         ),
     ])
+}
+
+/// The text export of record `r` of `d`.
+pub fn render_txt_of(
+    d: &simpler_inspect::Dump,
+    r: &simpler_inspect::Record,
+    opts: simpler_inspect::export::TxtOptions,
+) -> String {
+    simpler_inspect::export::txt::render_txt(d.info(), r, &d.payload(r).unwrap(), opts)
 }

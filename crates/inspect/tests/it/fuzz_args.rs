@@ -10,8 +10,8 @@ use std::path::Path;
 
 use proptest::prelude::*;
 use serde_json::{json, Value};
-use simpler_dump::args::ArgsFile;
-use simpler_dump::kernel_args::KernelArgsFile;
+use simpler_inspect::args::ArgsFile;
+use simpler_inspect::kernel_args::KernelArgsFile;
 
 const ARGS_PATH: &str = "run/tensor_dump/args_dump.json";
 const KARGS_PATH: &str = "run/tensor_dump/kernel_args_dump.json";
@@ -357,7 +357,7 @@ fn open_finds_the_file_and_names_it() {
     let f = ArgsFile::open(tmp.path()).unwrap();
     assert_eq!(f.path, dir.join("args_dump.json"));
     assert_eq!(
-        f.arg(2).unwrap().bits.as_deref(),
+        f.arg(2).unwrap().bits.map(|b| b.to_string()).as_deref(),
         Some("0x000000003e800000")
     );
     assert!(f.arg(3).is_none());

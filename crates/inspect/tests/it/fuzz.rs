@@ -3,11 +3,15 @@
 //! `Ok` or `Err`. Whatever opens is then listed, decoded and exported.
 
 use crate::common;
+#[allow(unused_imports)]
+use crate::common::render_txt_of;
 
 use proptest::prelude::*;
-use simpler_dump::manifest::{BinFormat, Manifest, RecordJson, ScalarValue};
-use simpler_dump::reader::Dump;
-use simpler_dump::view::{export_records, summary, table, ExportFormat, TxtOptions};
+use serde_json::{json, Value};
+use crate::common::ScalarValue;
+use simpler_inspect::Dump;
+use simpler_inspect::export::{export_records, ExportFormat, TxtOptions};
+use simpler_inspect::view::{summary, table};
 
 /// Open `json` + `bin` from a temp dir; exercise everything on success.
 fn open_and_use(json: &[u8], bin: &[u8]) {
@@ -29,18 +33,18 @@ fn open_and_use(json: &[u8], bin: &[u8]) {
             if std::env::var_os("FUZZ_STATS").is_some() {
                 eprintln!("FUZZOK {}", d.records().len());
             }
-            let _ = summary(&d);
+            let _ = summary(d.info());
             let all: Vec<_> = d.records().iter().collect();
-            let _ = table(&d, &all);
+            let _ = table(&d.info().payload, &all).unwrap();
             for r in d.records() {
-                let p = d.payload(r);
+                let p = d.payload(r).unwrap();
                 assert_eq!(p.len() as u64, r.bin_size);
-                let v = d.elements_f64(r);
+                let v = d.elements_f64(r).unwrap();
                 assert!(v.len() as u64 <= r.numel.max(1));
-                let _ = simpler_dump::export_txt::render_txt(&d, r, TxtOptions::default());
+                let _ = render_txt_of(&d, r, TxtOptions::default());
             }
             let out = tmp.path().join("export");
-            export_records(&d, &all, ExportFormat::Npy, &out, TxtOptions::default()).unwrap();
+            export_records(d.info(), &all, ExportFormat::Npy, &out, TxtOptions::default()).unwrap();
         }
     }
 }
@@ -117,7 +121,7 @@ prop_compose! {
         value in scalar_value(),
         bits in prop_oneof![20 => any::<u64>().prop_map(|u| Some(format!("0x{u:016x}"))), 1 => hex()],
         addr in prop_oneof![20 => Just(None), 1 => hex()],
-    ) -> RecordJson {
+    ) -> Value {
         let product = shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
         let numel = match (numel_mode, product) {
             (9, _) | (_, None) => numel_any,
@@ -130,13 +134,20 @@ prop_compose! {
             8 => numel.saturating_mul(esize) / 2,
             _ => bin_size_any,
         };
-        RecordJson {
-            task_id: task, func_id: func, role, stage, arg_index: arg, kind, dtype,
-            shape: shape.clone(),
-            strides: if strides.len() < 6 { vec![1; shape.len()] } else { strides },
-            start_offset: 0, is_contiguous: true, numel, addr,
-            bin_offset: if bin_offset < 300 { bin_offset % 100 } else { bin_offset }, bin_size, truncated, overwritten, value, bits,
-        }
+        let mut r = json!({
+            "task_id": task, "role": role, "stage": stage, "arg_index": arg, "kind": kind, "dtype": dtype,
+            "shape": shape.clone(),
+            "strides": if strides.len() < 6 { vec![1; shape.len()] } else { strides },
+            "start_offset": 0, "is_contiguous": true, "numel": numel,
+            "bin_offset": if bin_offset < 300 { bin_offset % 100 } else { bin_offset }, "bin_size": bin_size,
+            "truncated": truncated, "overwritten": overwritten,
+        });
+        let o = r.as_object_mut().unwrap();
+        if let Some(f) = func { o.insert("func_id".into(), json!(f)); }
+        if let Some(a) = addr { o.insert("addr".into(), json!(a)); }
+        if let Some(v) = value { o.insert("value".into(), serde_json::to_value(v).unwrap()); }
+        if let Some(b) = bits { o.insert("bits".into(), json!(b)); }
+        r
     }
 }
 
@@ -147,34 +158,31 @@ prop_compose! {
         level in prop_oneof![Just(Some(2u8)), Just(Some(3u8)), Just(None), Just(Some(1u8))],
         honest in prop::bool::weighted(0.9),
         junk in any::<u64>(),
-    ) -> Manifest {
-        let n = |f: &dyn Fn(&RecordJson) -> bool| records.iter().filter(|r| f(r)).count() as u64;
-        let t = |role: &str| n(&|r| r.kind == "tensor" && r.role == role);
+    ) -> Value {
+        let n = |f: &dyn Fn(&Value) -> bool| records.iter().filter(|r| f(r)).count() as u64;
+        let t = |role: &str| n(&|r| r["kind"] == "tensor" && r["role"] == role);
         let maybe = |x: u64| if honest { x } else { x ^ (junk & 1) };
-        Manifest {
-            schema_version: version,
-            run_dir: "tensor_dump".into(),
-            status: Some("complete".into()),
-            reason: None,
-            bin_file: "tensor_dump.bin".into(),
-            bin_format: BinFormat::default(),
-            dump_level: level,
-            dump_policy: None,
-            total_tensors: maybe(records.len() as u64),
-            before_dispatch: n(&|r| r.stage == "before_dispatch"),
-            after_completion: n(&|r| r.stage == "after_completion"),
-            hang_snapshot: 0,
-            input_tensors: t("input"),
-            output_tensors: t("output") + t("output_existing"),
-            inout_tensors: t("inout"),
-            scalar_args: n(&|r| r.kind == "scalar"),
-            truncated_tensors: 0,
-            dropped_records: junk % 3,
-            // (loss counters are not checked against the records)
-            dropped_overwrite: 0,
-            unfinished_tasks: None,
-            tensors: records,
-        }
+        let mut m = json!({
+            "run_dir": "tensor_dump",
+            "status": "complete",
+            "bin_file": "tensor_dump.bin",
+            "bin_format": {"type": "logical_contiguous", "byte_order": "little_endian"},
+            "total_tensors": maybe(records.len() as u64),
+            "before_dispatch": n(&|r| r["stage"] == "before_dispatch"),
+            "after_completion": n(&|r| r["stage"] == "after_completion"),
+            "input_tensors": t("input"),
+            "output_tensors": t("output") + t("output_existing"),
+            "inout_tensors": t("inout"),
+            "scalar_args": n(&|r| r["kind"] == "scalar"),
+            "truncated_tensors": n(&|r| r["truncated"] == true),
+            "dropped_records": junk % 3,
+            "dropped_overwrite": n(&|r| r["overwritten"] == true),
+        });
+        let o = m.as_object_mut().unwrap();
+        if let Some(v) = version { o.insert("schema_version".into(), json!(v)); }
+        if let Some(l) = level { o.insert("dump_level".into(), json!(l)); }
+        o.insert("tensors".into(), Value::Array(records));
+        m
     }
 }
 
@@ -227,14 +235,14 @@ proptest! {
 // overflows, ranges past the end of the `.bin`, every truncation of a valid
 // manifest, and huge views that must not be walked element by element.
 
-use serde_json::{json, Value};
-use simpler_dump::reader::ReadError;
+use simpler_inspect::{Error as ReadError, ErrorKind};
 
 /// A field's wire type, to tell a wrong-typed replacement from a value that
 /// only has the wrong value.
 #[derive(Debug, Clone, Copy)]
 enum Wire {
     U64,
+    OptU64,
     U32,
     OptU32,
     OptU8,
@@ -254,6 +262,7 @@ impl Wire {
         let uint = |v: &Value, max: u64| v.as_u64().is_some_and(|u| u <= max);
         match self {
             Wire::U64 => uint(v, u64::MAX),
+            Wire::OptU64 => v.is_null() || uint(v, u64::MAX),
             Wire::U32 => uint(v, u64::from(u32::MAX)),
             Wire::OptU32 => v.is_null() || uint(v, u64::from(u32::MAX)),
             Wire::OptU8 => v.is_null() || uint(v, 255),
@@ -293,7 +302,7 @@ const HEADER_WIRE: &[(&str, Wire)] = &[
     ("input_tensors", Wire::U64),
     ("output_tensors", Wire::U64),
     ("inout_tensors", Wire::U64),
-    ("scalar_args", Wire::U64),
+    ("scalar_args", Wire::OptU64),
     ("truncated_tensors", Wire::U64),
     ("dropped_records", Wire::U64),
     ("dropped_overwrite", Wire::U64),
@@ -423,16 +432,16 @@ proptest! {
             obj.insert(name.to_string(), value.clone());
         }
         // Fields without a serde default must be present.
-        let required = !matches!(wire, Wire::OptU32 | Wire::OptU8 | Wire::OptStr | Wire::OptU32List | Wire::OptScalar)
+        let required = !matches!(wire, Wire::OptU64 | Wire::OptU32 | Wire::OptU8 | Wire::OptStr | Wire::OptU32List | Wire::OptScalar)
             && !matches!(name, "run_dir" | "bin_format" | "scalar_args");
         let r = open_value(&v, &bin);
         match r {
             Ok(d) => {
                 // Whatever opens is usable.
                 let all: Vec<_> = d.records().iter().collect();
-                let _ = table(&d, &all);
+                let _ = table(&d.info().payload, &all).unwrap();
                 for r in d.records() {
-                    prop_assert!(d.payload(r).len() as u64 == r.bin_size);
+                    prop_assert!(d.payload(r).unwrap().len() as u64 == r.bin_size);
                 }
                 prop_assert!((remove && !required) || wire.accepts(&value) || matches!(wire, Wire::Object),
                     "{name} = {value} (removed: {remove}) was accepted");
@@ -508,7 +517,7 @@ proptest! {
         r["bin_offset"] = json!(offset);
         let res = open_value(&v, &bin[..bin.len() - cut]);
         let e = res.unwrap_err();
-        let ReadError::BinTooShort { index, start, .. } = &e else {
+        let ErrorKind::BinTooShort { index, start, .. } = &e.kind else {
             return Err(TestCaseError::fail(format!("expected BinTooShort, got {e}")));
         };
         prop_assert!(*index == record && *start >= 1);
@@ -545,7 +554,7 @@ fn every_prefix_of_a_valid_manifest_is_truncated_json() {
     for len in 0..text.len() {
         let e = open_text(&text[..len], &bin).unwrap_err();
         assert!(
-            matches!(e, ReadError::TruncatedJson { .. }),
+            matches!(e.kind, ErrorKind::TruncatedJson { .. }),
             "prefix of {len} bytes: {e}"
         );
         assert!(
@@ -576,7 +585,7 @@ fn huge_views_without_payload_stay_cheap() {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let (mut m, bin) = common::varied();
-        m.dump_level = Some(3);
+        m.header.dump_level = Some(3);
         // record 5: UINT8 [3] -> [2^30, 2^30] without payload.
         let r = &mut m.tensors[5];
         r.shape = vec![1 << 30, 1 << 30];
@@ -589,16 +598,16 @@ fn huge_views_without_payload_stay_cheap() {
         r.strides = vec![1 << 29, 1];
         r.numel = 1 << 58;
         r.truncated = true;
-        m.truncated_tensors = 1;
+        m.header.truncated_tensors = 1;
         let json = serde_json::to_vec(&m).unwrap();
         open_and_use(&json, &bin);
         let tmp = tempfile::tempdir().unwrap();
         common::write(tmp.path(), &m, &bin);
         let d = Dump::open(tmp.path()).unwrap();
         let txt =
-            simpler_dump::export_txt::render_txt(&d, &d.records()[4], TxtOptions { full: true });
+            render_txt_of(&d, &d.records()[4], TxtOptions { full: true });
         assert!(txt.len() < 1 << 20, "{} bytes of text", txt.len());
-        let r = simpler_dump::diff::diff(&d, &d, &Default::default()).unwrap();
+        let r = simpler_inspect::diff::diff(&d, &d, &Default::default()).unwrap();
         assert!(!r.passed(), "a truncated record never passes");
         tx.send(()).unwrap();
     });

@@ -4,9 +4,10 @@
 use crate::common;
 
 use simpler_core::{ArgRole, DType, TaskId};
-use simpler_dump::manifest::ScalarValue;
-use simpler_dump::reader::{Dump, RecordKind, Stage};
-use simpler_dump::view::{summary, table, Filter};
+use crate::common::{ScalarValue, WireValue};
+use simpler_inspect::view::Seen;
+use simpler_inspect::{Dump, RecordKind, Stage};
+use simpler_inspect::view::{summary, table, Filter};
 
 #[test]
 fn vector_example_opens_with_18_records() {
@@ -16,10 +17,6 @@ fn vector_example_opens_with_18_records() {
     assert_eq!(d.bin_len(), 851_968);
     let h = d.header();
     assert_eq!((h.before_dispatch, h.after_completion), (13, 5));
-    assert!(
-        h.tensors.is_empty(),
-        "records are handed out typed, not raw"
-    );
     assert_eq!(d.records().iter().filter(|r| r.is_scalar()).count(), 5);
     // Record 4: the add-scalar task's f32 1.0, as the raw UINT64 slot.
     let r = &d.records()[4];
@@ -28,11 +25,11 @@ fn vector_example_opens_with_18_records() {
         (r.kind, r.dtype, r.arg_index),
         (RecordKind::Scalar, DType::Uint64, 2)
     );
-    assert_eq!(r.value, Some(ScalarValue::UInt(1_065_353_216)));
+    assert_eq!(r.value, Some(WireValue::Number(ScalarValue::UInt(1_065_353_216))));
     assert_eq!(r.bits, Some(0x0000_0000_3f80_0000));
     assert_eq!(r.f32_hint(), Some(1.0));
     assert!(r.func_ids.is_empty() && r.addr.is_none());
-    assert_eq!(d.elements_f64(r), vec![1_065_353_216.0]);
+    assert_eq!(d.elements_f64(r).unwrap(), vec![1_065_353_216.0]);
     // Record 8: 2.0 for the second add-scalar task.
     assert_eq!(d.records()[8].bits, Some(0x4000_0000));
 }
@@ -51,7 +48,7 @@ fn vector_example_payloads_match_the_workload() {
             .find(|r| r.task_id == TaskId(task) && r.stage == stage && r.arg_index == arg)
             .unwrap();
         assert_eq!(r.numel, 16384);
-        let v = d.elements_f64(r);
+        let v = d.elements_f64(r).unwrap();
         assert_eq!(v.len(), 16384);
         v
     };
@@ -70,7 +67,7 @@ fn vector_example_payloads_match_the_workload() {
         (last.stage, last.role, last.arg_index),
         (Stage::AfterCompletion, ArgRole::Output, 2)
     );
-    uniform(d.elements_f64(last), 47.0);
+    uniform(d.elements_f64(last).unwrap(), 47.0);
 }
 
 #[test]
@@ -108,10 +105,10 @@ fn paged_attention_payloads_are_consistent() {
     let d = Dump::open(common::reference("paged_attention_CaseSmall1")).unwrap();
     let recs = d.records();
     // QK's sij output is SF's sij input, byte for byte.
-    assert_eq!(d.payload(&recs[2]), d.payload(&recs[3]));
+    assert_eq!(d.payload(&recs[2]).unwrap(), d.payload(&recs[3]).unwrap());
     // SF: lij = rowsum(f32(pij)) over the 16 valid columns of block 0.
-    let pij = d.elements_f64(&recs[5]);
-    let lij = d.elements_f64(&recs[7]);
+    let pij = d.elements_f64(&recs[5]).unwrap();
+    let lij = d.elements_f64(&recs[7]).unwrap();
     assert_eq!((pij.len(), lij.len()), (256, 16));
     for row in 0..16 {
         let s: f64 = pij[row * 16..(row + 1) * 16].iter().sum();
@@ -129,18 +126,20 @@ fn paged_attention_payloads_are_consistent() {
     }
     // UP of the first block stores mi = mij: its after_completion inout
     // equals SF's mij output.
-    assert_eq!(d.payload(&recs[6]), d.payload(&recs[20]));
+    assert_eq!(d.payload(&recs[6]).unwrap(), d.payload(&recs[20]).unwrap());
 }
 
 #[test]
 fn reference_dumps_list_and_filter() {
     let d = Dump::open(common::reference("paged_attention_CaseSmall1")).unwrap();
-    let s = summary(&d);
+    let s = summary(d.info());
     assert!(s.contains("reference-runtime format"), "{s}");
-    assert!(s.contains("72 records from 12 tasks"), "{s}");
+    assert!(s.contains("72 records: "), "{s}");
     assert!(s.contains("loss: none"), "{s}");
+    assert_eq!((d.counts().total, d.counts().tasks), (72, 12));
     let all: Vec<_> = d.records().iter().collect();
-    let t = table(&d, &all);
+    let t = table(&d.info().payload, &all).unwrap();
+    // Two pages of 64 rows: one header line, then the rows.
     assert_eq!(t.lines().count(), 73);
     assert!(
         t.lines()
@@ -153,13 +152,13 @@ fn reference_dumps_list_and_filter() {
         kind: Some(RecordKind::Scalar),
         ..Filter::default()
     };
-    assert_eq!(f.select(&d).len(), 9);
+    assert_eq!(f.select(d.records()).len(), 9);
     let f = Filter {
         task: Some(TaskId::new(2, 3)),
         stage: Some(Stage::AfterCompletion),
         ..Filter::default()
     };
-    let sel = f.select(&d);
+    let sel = f.select(d.records());
     assert_eq!(
         sel.iter().map(|r| r.index).collect::<Vec<_>>(),
         vec![20, 21, 22, 23]
@@ -168,6 +167,10 @@ fn reference_dumps_list_and_filter() {
         func: Some(1),
         ..Filter::default()
     };
-    assert!(f.select(&d).is_empty());
-    assert!(f.explain_no_match(&d)[0].contains("no func ids"));
+    assert!(f.select(d.records()).is_empty());
+    let mut seen = Seen::default();
+    for r in d.records() {
+        seen.add(&f, r);
+    }
+    assert!(seen.explain_no_match(&f)[0].contains("no func ids"));
 }

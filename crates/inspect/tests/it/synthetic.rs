@@ -2,13 +2,16 @@
 //! both exporters.
 
 use crate::common;
+#[allow(unused_imports)]
+use crate::common::render_txt_of;
 
 use std::path::Path;
 
 use simpler_core::{ArgRole, DType, TaskId};
-use simpler_dump::manifest::ScalarValue;
-use simpler_dump::reader::{Dump, RecordKind, Stage};
-use simpler_dump::view::{export_records, ExportFormat, ExportOutcome, Filter, TxtOptions};
+use crate::common::ScalarValue;
+use simpler_inspect::{Dump, RecordKind, Stage};
+use simpler_inspect::export::{export_records, ExportFormat, ExportOutcome, TxtOptions};
+use simpler_inspect::view::{summary, table, Filter};
 
 fn npy(path: &Path) -> npyz::NpyFile<std::io::BufReader<std::fs::File>> {
     npyz::NpyFile::new(std::io::BufReader::new(std::fs::File::open(path).unwrap())).unwrap()
@@ -31,27 +34,27 @@ fn synthetic_dump_reads_back_typed() {
     assert_eq!(r[4].func_ids, vec![1, 2, 3]);
     assert_eq!(r[0].addr, Some(0x7f00_0000_0000));
     assert_eq!(r[0].strides, vec![3, 1]);
-    assert_eq!(d.elements_f64(&r[0]), vec![1.0, 2.0, 3.0, 4.0, 5.5, -6.25]);
+    assert_eq!(d.elements_f64(&r[0]).unwrap(), vec![1.0, 2.0, 3.0, 4.0, 5.5, -6.25]);
     assert_eq!(r[1].bits, Some(0x3e80_0000));
     assert_eq!(r[1].scalar_f64(), Some(0.25));
     assert_eq!(r[1].scalar_display().as_deref(), Some("0.25"));
     assert_eq!(r[2].scalar_f64(), Some(-3.0));
-    assert_eq!(r[2].value, Some(ScalarValue::Int(-3)));
+    assert_eq!(r[2].value, Some(crate::common::WireValue::Number(ScalarValue::Int(-3))));
     assert_eq!(r[3].dtype, DType::Bfloat16);
-    assert_eq!(d.elements_f64(&r[3])[..3], [1.0, -2.5, 0.15625]);
+    assert_eq!(d.elements_f64(&r[3]).unwrap()[..3], [1.0, -2.5, 0.15625]);
     assert_eq!(
-        d.elements_f64(&r[4]),
+        d.elements_f64(&r[4]).unwrap(),
         vec![1.0, -2.0, 3.0, f64::from(i32::MAX), f64::from(i32::MIN)]
     );
-    assert_eq!(d.elements_f64(&r[6]), vec![1.0, 0.0, 0.0, 1.0]);
-    assert_eq!(d.elements_f64(&r[7]), vec![1.5, -0.5]);
-    assert_eq!(d.elements_f64(&r[8]), vec![-1.0, (1u64 << 40) as f64]);
-    assert_eq!(d.elements_f64(&r[9]), vec![1.0, -1.0]);
+    assert_eq!(d.elements_f64(&r[6]).unwrap(), vec![1.0, 0.0, 0.0, 1.0]);
+    assert_eq!(d.elements_f64(&r[7]).unwrap(), vec![1.5, -0.5]);
+    assert_eq!(d.elements_f64(&r[8]).unwrap(), vec![-1.0, (1u64 << 40) as f64]);
+    assert_eq!(d.elements_f64(&r[9]).unwrap(), vec![1.0, -1.0]);
     assert_eq!(
         (r[11].role, r[11].stage),
         (ArgRole::InOut, Stage::AfterCompletion)
     );
-    assert_eq!(d.payload(&r[11]), common::f32_bytes(&[9.0, -9.0]));
+    assert_eq!(d.payload(&r[11]).unwrap(), common::f32_bytes(&[9.0, -9.0]));
 }
 
 #[test]
@@ -62,7 +65,7 @@ fn npy_export_round_trips_value_by_value() {
     let d = Dump::open(tmp.path()).unwrap();
     let out = tmp.path().join("npy");
     let all: Vec<_> = d.records().iter().collect();
-    let res = export_records(&d, &all, ExportFormat::Npy, &out, TxtOptions::default()).unwrap();
+    let res = export_records(d.info(), &all, ExportFormat::Npy, &out, TxtOptions::default()).unwrap();
     assert_eq!(res.len(), 12);
     let file = |task: u64, stage: &str, arg: u32, role: &str| {
         out.join(format!("task0x{task:016x}_{stage}_arg{arg}_{role}.npy"))
@@ -96,7 +99,7 @@ fn npy_export_round_trips_value_by_value() {
     );
     let got = f.into_vec::<f32>().unwrap();
     let want: Vec<f32> = d
-        .elements_f64(&d.records()[3])
+        .elements_f64(&d.records()[3]).unwrap()
         .iter()
         .map(|&x| x as f32)
         .collect();
@@ -161,9 +164,9 @@ fn reference_scalars_export_as_raw_u64() {
         task: Some(TaskId::new(2, 1)),
         ..Filter::default()
     }
-    .select(&d);
+    .select(d.records());
     let res = export_records(
-        &d,
+        d.info(),
         &sel,
         ExportFormat::Npy,
         tmp.path(),
@@ -190,7 +193,7 @@ fn reference_scalars_export_as_raw_u64() {
         .into_iter()
         .map(f64::from)
         .collect();
-    assert_eq!(got, d.elements_f64(&d.records()[5]));
+    assert_eq!(got, d.elements_f64(&d.records()[5]).unwrap());
 }
 
 #[test]
@@ -201,7 +204,7 @@ fn txt_export_has_header_overview_and_detail() {
     let d = Dump::open(tmp.path()).unwrap();
     let all: Vec<_> = d.records().iter().collect();
     let out = tmp.path().join("txt");
-    export_records(&d, &all, ExportFormat::Txt, &out, TxtOptions::default()).unwrap();
+    export_records(d.info(), &all, ExportFormat::Txt, &out, TxtOptions::default()).unwrap();
     let t = std::fs::read_to_string(
         out.join("task0x0000000100000000_after_completion_arg1_output.txt"),
     )
@@ -256,7 +259,7 @@ fn txt_export_has_header_overview_and_detail() {
 fn txt_export_elides_large_tensors() {
     let d = Dump::open(common::reference("vector_example")).unwrap();
     let r = &d.records()[17];
-    let t = simpler_dump::export_txt::render_txt(&d, r, TxtOptions::default());
+    let t = render_txt_of(&d, r, TxtOptions::default());
     assert!(t.contains("1 row of 16384"), "{t}");
     assert!(t.contains("[:]"), "{t}");
     assert!(t.contains("..."), "{t}");
@@ -266,12 +269,12 @@ fn txt_export_elides_large_tensors() {
     );
     assert!(t.contains("[16383] = 47.0"), "{t}");
     assert!(t.lines().count() < 1100, "{}", t.lines().count());
-    let full = simpler_dump::export_txt::render_txt(&d, r, TxtOptions { full: true });
+    let full = render_txt_of(&d, r, TxtOptions { full: true });
     assert!(full.lines().count() > 16384);
     assert!(!full.contains("elided"));
     // Many rows: a [16, 16] → 16 rows fit; a 3-D shape labels leading indices.
     let r = &d.records()[0];
-    let t = simpler_dump::export_txt::render_txt(&d, r, TxtOptions::default());
+    let t = render_txt_of(&d, r, TxtOptions::default());
     assert!(t.contains("[:]  "), "{t}");
 }
 
@@ -297,7 +300,7 @@ fn args_list_alias_and_3d_overview() {
     let d = Dump::open(tmp.path().join("tensor_dump/tensor_dump.json")).unwrap();
     assert_eq!(d.records().len(), 1);
     assert_eq!(d.records()[0].kind, RecordKind::Tensor);
-    let t = simpler_dump::export_txt::render_txt(&d, &d.records()[0], TxtOptions::default());
+    let t = render_txt_of(&d, &d.records()[0], TxtOptions::default());
     assert!(t.contains("12 rows of 5"), "{t}");
     assert!(
         t.lines()
@@ -344,15 +347,15 @@ fn damaged_records_are_flagged_and_exported_partially() {
     );
     meta.bin_size = 0;
     let (mut m, bin) = common::build(vec![(t, bytes), (o, bytes2), (meta, vec![])]);
-    m.dump_level = Some(3);
-    m.dump_policy = Some("drop".into());
-    m.dropped_records = 2;
-    m.dropped_overwrite = 1;
-    m.status = Some("incomplete".into());
-    m.reason = Some("kernel error in task 0x0000000000000002".into());
+    m.header.dump_level = Some(3);
+    m.header.dump_policy = Some("drop".into());
+    m.header.dropped_records = 2;
+    m.header.dropped_overwrite = 1;
+    m.header.status = Some(simpler_format::vocab::Status::Incomplete);
+    m.header.reason = Some("kernel error in task 0x0000000000000002".into());
     common::write(tmp.path(), &m, &bin);
     let d = Dump::open(tmp.path()).unwrap();
-    let s = simpler_dump::view::summary(&d);
+    let s = summary(d.info());
     assert!(
         s.contains("LOSS: 2 records dropped, 1 truncated, 1 overwritten (dump policy drop)"),
         "{s}"
@@ -362,7 +365,7 @@ fn damaged_records_are_flagged_and_exported_partially() {
         "{s}"
     );
     let all: Vec<_> = d.records().iter().collect();
-    let table = simpler_dump::view::table(&d, &all);
+    let table = table(&d.info().payload, &all).unwrap();
     assert!(
         table.contains("1.0 2.0 3.0 …  [TRUNCATED: 12 of 64 bytes]"),
         "{table}"
@@ -373,7 +376,7 @@ fn damaged_records_are_flagged_and_exported_partially() {
     );
     assert!(table.contains("(metadata only, no payload)"), "{table}");
     let out = tmp.path().join("x");
-    let res = export_records(&d, &all, ExportFormat::Npy, &out, TxtOptions::default()).unwrap();
+    let res = export_records(d.info(), &all, ExportFormat::Npy, &out, TxtOptions::default()).unwrap();
     assert!(
         matches!(&res[0].1, ExportOutcome::Written { note: Some(n), .. } if n.contains("TRUNCATED"))
     );
@@ -386,7 +389,7 @@ fn damaged_records_are_flagged_and_exported_partially() {
     let f = npy(&out.join("task0x0000000000000001_after_completion_arg0_output.npy"));
     assert_eq!(f.shape(), &[3]);
     assert_eq!(f.into_vec::<f32>().unwrap(), vec![1.0, 2.0, 3.0]);
-    let t = simpler_dump::export_txt::render_txt(&d, &d.records()[0], TxtOptions::default());
+    let t = render_txt_of(&d, &d.records()[0], TxtOptions::default());
     assert!(
         t.contains("note: TRUNCATED: the payload holds 12 of 64 bytes (3 of 16 elements)"),
         "{t}"
@@ -395,7 +398,7 @@ fn damaged_records_are_flagged_and_exported_partially() {
         t.contains("(payload ends after 3 of 16 elements; '?' marks missing values)"),
         "{t}"
     );
-    let t = simpler_dump::export_txt::render_txt(&d, &d.records()[2], TxtOptions::default());
+    let t = render_txt_of(&d, &d.records()[2], TxtOptions::default());
     assert!(t.contains("(no payload)"), "{t}");
 }
 
@@ -427,7 +430,7 @@ fn duplicate_records_get_distinct_export_names() {
     let d = Dump::open(tmp.path()).unwrap();
     let all: Vec<_> = d.records().iter().collect();
     let out = tmp.path().join("x");
-    export_records(&d, &all, ExportFormat::Npy, &out, TxtOptions::default()).unwrap();
+    export_records(d.info(), &all, ExportFormat::Npy, &out, TxtOptions::default()).unwrap();
     assert!(out
         .join("task0x0000000000000001_before_dispatch_arg0_input.npy")
         .is_file());
@@ -452,5 +455,5 @@ fn empty_bin_and_scalar_only_dump() {
     let d = Dump::open(tmp.path()).unwrap();
     assert_eq!(d.bin_len(), 0);
     assert_eq!(d.records()[0].bits, Some(u64::MAX));
-    assert!(d.payload(&d.records()[0]).is_empty());
+    assert!(d.payload(&d.records()[0]).unwrap().is_empty());
 }

@@ -1,0 +1,10 @@
+//! Integration tests of `simpler-inspect`, in one test binary — modules by
+//! topic.
+
+mod common;
+mod diff;
+mod errors;
+mod fuzz;
+mod fuzz_args;
+mod reference;
+mod synthetic;
