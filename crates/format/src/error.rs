@@ -93,8 +93,11 @@ pub enum ErrorKind {
         /// serde_json's description.
         msg: String,
     },
-    /// Not JSON.
+    /// Not JSON (or a value of a type serde reads as a syntax error, such
+    /// as `false` where a name belongs).
     MalformedJson {
+        /// Field path where it was met (empty when at the top level).
+        path: String,
         /// 1-based line of the error.
         line: usize,
         /// 1-based column.
@@ -220,11 +223,18 @@ impl fmt::Display for Error {
                 "{file}: truncated JSON: the file ends at line {line}, column {column} before the document is complete ({})",
                 tame(msg)
             ),
-            ErrorKind::MalformedJson { line, column, msg } => write!(
-                f,
-                "{file}: malformed JSON at line {line}, column {column}: {}",
-                tame(msg)
-            ),
+            ErrorKind::MalformedJson {
+                path,
+                line,
+                column,
+                msg,
+            } => {
+                let at = match path.as_str() {
+                    "" | "." => String::new(),
+                    p => format!(" (in field {p})"),
+                };
+                write!(f, "{file}: malformed JSON at line {line}, column {column}{at}: {}", tame(msg))
+            }
             ErrorKind::Field {
                 path,
                 line,
@@ -247,6 +257,13 @@ impl fmt::Display for Error {
                 echo(found)
             ),
             ErrorKind::Header { field, msg } => write!(f, "{file}: header field {field}: {msg}"),
+            ErrorKind::Item {
+                list,
+                index,
+                label,
+                field,
+                msg,
+            } if *list == "args" => write!(f, "{file}: args[{index}] ({label}): field {field}: {msg}"),
             ErrorKind::Item {
                 list,
                 index,

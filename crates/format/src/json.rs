@@ -19,7 +19,12 @@ pub fn error_at(file: &Path, path: String, e: &serde_json::Error) -> Error {
         .to_string();
     let kind = match e.classify() {
         serde_json::error::Category::Eof => ErrorKind::TruncatedJson { line, column, msg },
-        serde_json::error::Category::Syntax => ErrorKind::MalformedJson { line, column, msg },
+        serde_json::error::Category::Syntax => ErrorKind::MalformedJson {
+            path,
+            line,
+            column,
+            msg,
+        },
         serde_json::error::Category::Io => ErrorKind::Io(std::io::Error::other(msg)),
         serde_json::error::Category::Data => ErrorKind::Field {
             path,

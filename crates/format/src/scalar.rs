@@ -205,7 +205,14 @@ pub fn decode_upstream(value: &WireValue, dtype: DType) -> Result<(u64, BitsOrig
         (WireValue::Number(n), DType::Int32 | DType::Uint32 | DType::Int64) => {
             decode(*n, dtype).map(|b| (b, BitsOrigin::Exact))
         }
-        (WireValue::Number(ScalarValue::UInt(u)), _) => Ok((*u, BitsOrigin::Recorded)),
+        (WireValue::Number(ScalarValue::UInt(u)), _) if u & !width_mask(dtype) == 0 => {
+            Ok((*u, BitsOrigin::Recorded))
+        }
+        (WireValue::Number(ScalarValue::UInt(u)), _) => Err(format!(
+            "{u} does not fit one {} slot ({} bits)",
+            dtype.name(),
+            8 * dtype.size()
+        )),
         (WireValue::Number(n), _) => decode(*n, dtype).map(|b| (b, BitsOrigin::Exact)),
         (other, _) => Err(format!(
             "{} is not a {} value",

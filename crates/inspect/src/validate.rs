@@ -217,6 +217,13 @@ impl Context {
         w: &Wire,
         bad: &dyn Fn(&str, String) -> Error,
     ) -> Result<(Option<u64>, Option<BitsOrigin>), Error> {
+        if self.layout.is_strict() && w.kind == Kind::Tensor {
+            for (field, present) in [("value", w.value.is_some()), ("bits", w.bits.is_some())] {
+                if present {
+                    return Err(bad(field, "only scalar records have one".into()));
+                }
+            }
+        }
         if let Some(b) = &w.bits {
             self.hex(b, "bits", bad)?;
             if self.layout.is_strict() {
