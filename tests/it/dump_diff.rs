@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use simpler_core::{topology::CoreType, DType, TaskId};
-use simpler_dump::diff::{diff, DiffOptions, Difference, MatchMode};
-use simpler_dump::reader::{Dump, RecordKind, Stage};
+use simpler_inspect::diff::{diff, DiffOptions, Difference, MatchMode};
+use simpler_inspect::{Dump, RecordKind, Stage};
 use simpler_isa::{Args, BufKind, Core, KResult};
 use simpler_runtime::{
     KernelDef, Kernels, OrchArgs, Orchestrator, RuntimeError, TaskArgs, TensorInfo,
@@ -76,7 +76,7 @@ fn different_seeds_fail_at_the_first_qk_of_batch_0() {
         .find(|x| x.task_id == first_task && x.arg_index == 0)
         .unwrap();
     assert_eq!(
-        a.payload(qi),
+        a.payload(qi).unwrap(),
         common::u16_bytes(&Inputs::generate(&case, 0).query[..qi_len]),
         "the first task's arg 0 is batch 0's query tile"
     );

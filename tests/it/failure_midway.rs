@@ -23,7 +23,7 @@ use std::path::Path;
 use std::process::Command;
 
 use simpler_core::{topology::CoreType, KResult, KernelError, TaskId};
-use simpler_dump::reader::{Dump, Record, Stage};
+use simpler_inspect::{Dump, Record, Stage};
 use simpler_isa::{Args, Core};
 use simpler_runtime::{KernelDef, RuntimeError};
 use simpler_workloads::paged_attention::{self, PaCase, FUNC_PV};
@@ -128,7 +128,7 @@ fn a_kernel_error_in_task_k_leaves_an_incomplete_loadable_dump() {
     // The dump opens with every check of the validating reader.
     let d = Dump::open(&dir).unwrap();
     let h = d.header();
-    assert_eq!(h.status.as_deref(), Some("incomplete"));
+    assert_eq!(h.status.map(|s| s.name()), Some("incomplete"));
     let reason = h.reason.as_deref().unwrap();
     assert!(reason.contains("0x000000020000000e"), "{reason}");
     assert!(reason.contains("func id 2"), "{reason}");
@@ -203,7 +203,7 @@ fn a_kernel_error_in_task_k_leaves_an_incomplete_loadable_dump() {
                 w.arg_index
             );
             assert!(
-                d.payload(got) == good.payload(w) && got.bits == w.bits,
+                d.payload(got).unwrap() == good.payload(w).unwrap() && got.bits == w.bits,
                 "task {id} {} arg {}: bytes differ from the successful run",
                 w.stage,
                 w.arg_index
@@ -214,7 +214,7 @@ fn a_kernel_error_in_task_k_leaves_an_incomplete_loadable_dump() {
     assert!(compared >= 2 + 8, "{compared} records compared");
     // The diff against the good run agrees: nothing is only in the failed
     // run and every pair passes; what is missing is only in the good run.
-    let r = simpler_dump::diff::diff(&d, &good, &Default::default()).unwrap();
+    let r = simpler_inspect::diff::diff(&d, &good, &Default::default()).unwrap();
     let s = r.summary();
     assert_eq!(s.only_in_a, 0, "{}", r.render_text(false, 20));
     assert_eq!(r.failures().count(), 0, "{}", r.render_text(false, 20));
@@ -258,7 +258,7 @@ fn cli_timeout_leaves_an_incomplete_dump_that_view_and_diff_read() {
     assert!(err.contains("timeout after 0.001 s"), "{err}");
     assert!(err.contains("tensor dump (status incomplete)"), "{err}");
     let d = Dump::open(&run).unwrap();
-    assert_eq!(d.header().status.as_deref(), Some("incomplete"));
+    assert_eq!(d.header().status.map(|s| s.name()), Some("incomplete"));
     assert_eq!(d.header().reason.as_deref(), Some("timeout after 0.001 s"));
 
     let o = simpler(&["dump", "view", "run", "--limit", "1"]);

@@ -10,4 +10,6 @@ mod dump_diff;
 mod failure_midway;
 mod faults;
 mod insight_trace;
+mod reader_cli;
+mod synth;
 mod tensor_dump;

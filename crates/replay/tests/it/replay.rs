@@ -6,11 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use simpler_core::TaskId;
-use simpler_dump::{
-    kernel_args::KernelArgsFile,
-    reader::{Dump, Record, RecordKind, Stage},
-    DumpConfig, DumpLevel,
-};
+use simpler_dump::{DumpConfig, DumpLevel};
+use simpler_inspect::{kernel_args::KernelArgsFile, Dump, Record, RecordKind, Stage};
 use simpler_replay::{
     rebuild::{rebuild, select_dispatch, RebuildOptions},
     replay::{execute, Execution},
@@ -94,8 +91,8 @@ impl Run {
     }
 
     /// Tensor records of `task` at `stage`.
-    fn records(&self, task: &str, stage: Stage) -> Vec<&Record> {
-        let t = TaskId::parse(task).unwrap();
+    fn records(&self, task: &simpler_format::hex::Hex64, stage: Stage) -> Vec<&Record> {
+        let t = TaskId(task.0);
         self.dump
             .as_ref()
             .unwrap()
@@ -128,7 +125,7 @@ fn every_paged_attention_small1_dispatch_replays_bit_exact() {
             let st = &exec.tensors[b.arg_index as usize];
             assert_eq!(
                 st.before,
-                dump.payload(b),
+                dump.payload(b).unwrap(),
                 "dispatch {} slot {}",
                 d.dispatch_id,
                 b.arg_index
@@ -146,7 +143,7 @@ fn every_paged_attention_small1_dispatch_replays_bit_exact() {
             let st = &exec.tensors[a.arg_index as usize];
             assert_eq!(
                 st.after,
-                dump.payload(a),
+                dump.payload(a).unwrap(),
                 "dispatch {} (func {}) slot {} differs from the dump",
                 d.dispatch_id,
                 d.func_id,
@@ -233,7 +230,7 @@ fn mixed_example_block_1_replays_the_whole_cluster() {
             let half = st.after.len() / 2;
             assert_eq!(
                 &st.after[half..],
-                &dump.payload(a)[half..],
+                &dump.payload(a).unwrap()[half..],
                 "slot {}",
                 a.arg_index
             );
@@ -327,7 +324,7 @@ fn set_arg_scale_makes_verification_fail() {
         // Recount the differing elements from the bytes.
         let es = a.dtype.size();
         let got = &exec.tensors[a.arg_index as usize].after;
-        let want = dump.payload(a);
+        let want = dump.payload(a).unwrap();
         let n = got
             .chunks(es)
             .zip(want.chunks(es))
@@ -347,7 +344,7 @@ fn a_one_element_difference_is_found_with_its_index_and_size() {
     let dump = r.dump.as_ref().unwrap();
     let task = &r.kargs.dispatch(sel.dispatch_id).unwrap().task_id;
     let rec = r.records(task, Stage::AfterCompletion)[0];
-    let mut bytes = dump.payload(rec).to_vec();
+    let mut bytes = dump.payload(rec).unwrap().to_vec();
     let old = f32s(&bytes)[37];
     bytes[37 * 4..38 * 4].copy_from_slice(&(old + 0.5).to_le_bytes());
     let path = r.base().join("sij_expected.bin");

@@ -1,34 +1,42 @@
-//! The `simpler dump view` CLI module (src/dump_view.rs of the root package),
-//! compiled into this test through #[path] and driven through clap.
-
-use crate::common;
+//! `simpler dump view` and `simpler dump diff`, driving the binary: what
+//! is printed, exit codes 0 / 1 / 2, and the messages of bad input. (These
+//! tests used to compile the command modules into the dump crate's tests
+//! through `#[path]`.)
 
 use std::path::Path;
-use std::process::ExitCode;
+use std::process::Command;
 
-use crate::dump_view::{view, view_with, ViewArgs};
-use clap::Parser;
+use crate::synth;
 
-#[derive(Debug, Parser)]
-struct Cli {
-    #[command(flatten)]
-    view: ViewArgs,
-}
-
-fn parse(args: &[&str]) -> ViewArgs {
-    let mut full = vec!["view"];
-    full.extend_from_slice(args);
-    Cli::try_parse_from(full).unwrap().view
-}
-
-/// Run the viewer; returns (exit code, stdout) or the error message.
-fn run(args: &[&str], base: &Path) -> Result<(ExitCode, String), String> {
-    let a = parse(args);
-    let mut out = Vec::new();
-    match view_with(&a, base, &mut out) {
-        Ok(code) => Ok((code, String::from_utf8(out).unwrap())),
-        Err(e) => Err(format!("{e:#}")),
+/// Run `simpler <args>` in `cwd`: `Ok((exit code, stdout))` for 0 and 1,
+/// `Err(message)` (stderr without `error: `) for 2.
+fn simpler(args: &[&str], cwd: &Path) -> Result<(u8, String), String> {
+    let o = Command::new(env!("CARGO_BIN_EXE_simpler"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("run simpler");
+    let code = o.status.code().expect("exit code") as u8;
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    match code {
+        0 | 1 => Ok((code, stdout)),
+        _ => Err(stderr.trim_end().strip_prefix("error: ").unwrap_or(stderr.trim_end()).to_string()),
     }
+}
+
+/// `simpler dump view <args>` in `base`.
+fn run(args: &[&str], base: &Path) -> Result<(u8, String), String> {
+    let mut full = vec!["dump", "view"];
+    full.extend_from_slice(args);
+    simpler(&full, base)
+}
+
+/// `simpler dump diff <args>`.
+fn run_cli(args: &[&str]) -> Result<(u8, String), String> {
+    let mut full = vec!["dump", "diff"];
+    full.extend_from_slice(args);
+    simpler(&full, Path::new("/"))
 }
 
 fn path_str(p: &Path) -> String {
@@ -37,9 +45,9 @@ fn path_str(p: &Path) -> String {
 
 #[test]
 fn lists_the_reference_vector_dump() {
-    let dir = path_str(&common::reference("vector_example"));
+    let dir = path_str(&synth::reference("vector_example"));
     let (code, out) = run(&[&dir], Path::new("/")).unwrap();
-    assert_eq!(code, ExitCode::SUCCESS);
+    assert_eq!(code, 0);
     println!("{out}");
     assert!(out.contains("18 records from 5 tasks"), "{out}");
     assert!(out.contains("2.0 2.0 2.0 2.0 …"), "{out}");
@@ -50,7 +58,7 @@ fn lists_the_reference_vector_dump() {
 
 #[test]
 fn filters_by_task_stage_role_kind_arg() {
-    let dir = path_str(&common::reference("paged_attention_CaseSmall1"));
+    let dir = path_str(&synth::reference("paged_attention_CaseSmall1"));
     let (code, out) = run(
         &[
             &dir,
@@ -64,7 +72,7 @@ fn filters_by_task_stage_role_kind_arg() {
         Path::new("/"),
     )
     .unwrap();
-    assert_eq!(code, ExitCode::SUCCESS);
+    assert_eq!(code, 0);
     assert!(
         out.contains(
             "1 of 72 records match --task 0x0000000200000003 --stage after_completion --arg 5"
@@ -96,9 +104,9 @@ fn filters_by_task_stage_role_kind_arg() {
 
 #[test]
 fn no_match_exits_1_with_hints() {
-    let dir = path_str(&common::reference("paged_attention_CaseSmall1"));
+    let dir = path_str(&synth::reference("paged_attention_CaseSmall1"));
     let (code, out) = run(&[&dir, "--task", "0x99"], Path::new("/")).unwrap();
-    assert_eq!(code, ExitCode::from(1));
+    assert_eq!(code, 1);
     assert!(
         out.contains("no records match --task 0x0000000000000099 (72 records in the dump)"),
         "{out}"
@@ -108,7 +116,7 @@ fn no_match_exits_1_with_hints() {
         "{out}"
     );
     let (code, out) = run(&[&dir, "--func", "1"], Path::new("/")).unwrap();
-    assert_eq!(code, ExitCode::from(1));
+    assert_eq!(code, 1);
     assert!(out.contains("no func ids"), "{out}");
 }
 
@@ -122,9 +130,7 @@ fn bad_flags_are_rejected_by_clap() {
         &["--export", "csv"],
         &["--out", "x"],
     ] {
-        let mut full = vec!["view"];
-        full.extend_from_slice(bad);
-        let e = Cli::try_parse_from(full).unwrap_err().to_string();
+        let e = run(bad, Path::new("/")).unwrap_err();
         assert!(e.contains(bad[0]), "{bad:?}: {e}");
     }
 }
@@ -139,14 +145,15 @@ fn default_dir_is_the_newest_dump_under_outputs() {
         e.contains(&path_str(&base.path().join("outputs/*/tensor_dump"))),
         "{e}"
     );
+    assert!(e.contains("outputs/*/args_dump"), "{e}");
     // outputs/ without dumps.
     std::fs::create_dir_all(base.path().join("outputs/run_a")).unwrap();
     let e = run(&[], base.path()).unwrap_err();
-    assert!(e.contains("none with a tensor_dump/ folder"), "{e}");
+    assert!(e.contains("none with a tensor_dump/ or args_dump/ folder"), "{e}");
     // Two dumps: the newer one wins.
-    let (m, bin) = common::varied();
-    let old = common::write(&base.path().join("outputs/old_run"), &m, &bin);
-    let (m2, bin2) = common::build(vec![common::tensor(
+    let (m, bin) = synth::varied();
+    let old = synth::write(&base.path().join("outputs/old_run"), &m, &bin);
+    let (m2, bin2) = synth::build(vec![synth::tensor(
         5,
         &[9],
         "before_dispatch",
@@ -154,10 +161,10 @@ fn default_dir_is_the_newest_dump_under_outputs() {
         0,
         "FLOAT32",
         &[1],
-        common::f32_bytes(&[1.0]),
+        synth::f32_bytes(&[1.0]),
     )]);
     std::thread::sleep(std::time::Duration::from_millis(20));
-    let new = common::write(&base.path().join("outputs/new_run"), &m2, &bin2);
+    let new = synth::write(&base.path().join("outputs/new_run"), &m2, &bin2);
     assert!(
         std::fs::metadata(&new).unwrap().modified().unwrap()
             > std::fs::metadata(&old).unwrap().modified().unwrap()
@@ -173,11 +180,11 @@ fn default_dir_is_the_newest_dump_under_outputs() {
 #[test]
 fn exports_npy_and_txt_to_the_default_and_given_dirs() {
     let base = tempfile::tempdir().unwrap();
-    let (m, bin) = common::varied();
-    let dump_dir = common::write(&base.path().join("run"), &m, &bin);
+    let (m, bin) = synth::varied();
+    let dump_dir = synth::write(&base.path().join("run"), &m, &bin);
     let dir = path_str(&base.path().join("run"));
     let (code, out) = run(&[&dir, "--export", "npy"], Path::new("/")).unwrap();
-    assert_eq!(code, ExitCode::SUCCESS);
+    assert_eq!(code, 0);
     let export = dump_dir.join("export");
     assert!(
         out.contains(&format!(
@@ -225,17 +232,64 @@ fn read_errors_surface_as_messages() {
     let base = tempfile::tempdir().unwrap();
     let e = run(&[&path_str(&base.path().join("nope"))], Path::new("/")).unwrap_err();
     assert!(e.contains("does not exist"), "{e}");
-    let dir = common::write_raw(base.path(), "{\"total_tensors\": 1,", b"");
+    let dir = synth::write_raw(base.path(), "{\"total_tensors\": 1,", b"");
     let e = run(&[&path_str(&dir)], Path::new("/")).unwrap_err();
     assert!(e.contains("truncated JSON"), "{e}");
 }
 
+
+const T0: u64 = 0x0000_0002_0000_0000;
+
+fn write_dump(root: &Path, name: &str, records: Vec<(synth::RecordJson, Vec<u8>)>) -> std::path::PathBuf {
+    let (m, bin) = synth::build(records);
+    let run = root.join(name);
+    synth::write(&run, &m, &bin);
+    run
+}
+
+fn f32_out(task: u64, arg: u32, v: &[f32]) -> (synth::RecordJson, Vec<u8>) {
+    synth::tensor(task, &[0], "after_completion", "output", arg, "FLOAT32", &[v.len() as u64], synth::f32_bytes(v))
+}
+
 #[test]
-fn view_prints_to_stdout() {
-    let a = ViewArgs {
-        dir: Some(common::reference("vector_example")),
-        kind: Some(simpler_dump::reader::RecordKind::Scalar),
-        ..ViewArgs::default()
-    };
-    assert_eq!(view(&a).unwrap(), ExitCode::SUCCESS);
+fn command_exit_codes_and_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = write_dump(tmp.path(), "a", vec![f32_out(T0, 0, &[1.0, 2.0])]);
+    let b = write_dump(tmp.path(), "b", vec![f32_out(T0, 0, &[1.0, 2.5])]);
+    let (a, b) = (a.display().to_string(), b.display().to_string());
+
+    let (code, out) = run_cli(&[&a, &a]).unwrap();
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("PASS: 1 pairs, 1 passed, 0 failed, 0 only in A, 0 only in B"),
+        "{out}"
+    );
+
+    let (code, out) = run_cli(&[&a, &b]).unwrap();
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("FAIL: 1 pairs, 0 passed, 1 failed"), "{out}");
+
+    let (code, _) = run_cli(&[&a, &b, "--rtol", "0.5"]).unwrap();
+    assert_eq!(code, 0);
+
+    let (code, out) = run_cli(&[&a, &b, "--json"]).unwrap();
+    assert_eq!(code, 1);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["summary"]["failed"], 1);
+    assert_eq!(v["rtol"], 1e-5);
+    assert_eq!(v["atol"], 1e-8);
+
+    let e = run_cli(&[&a, &b, "--rtol", "-1"]).unwrap_err();
+    assert_eq!(e, "--rtol -1: expected a finite number >= 0");
+    let e = run_cli(&[&a, &b, "--match", "seq"]).unwrap_err();
+    assert!(e.contains("\"seq\": expected key or order"), "{e}");
+    let missing = tmp.path().join("nope").display().to_string();
+    let e = run_cli(&[&a, &missing]).unwrap_err();
+    assert_eq!(e, format!("dump diff: dump B: {missing} does not exist"));
+    std::fs::write(tmp.path().join("a/tensor_dump/tensor_dump.json"), "{").unwrap();
+    let e = run_cli(&[&a, &b]).unwrap_err();
+    assert!(
+        e.starts_with("dump diff: dump A: ") && e.contains("tensor_dump.json: truncated JSON"),
+        "{e}"
+    );
 }
