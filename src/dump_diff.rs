@@ -12,7 +12,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use simpler_inspect::diff::{diff_paths, DiffOptions, Keep, MatchMode, DEFAULT_ATOL, DEFAULT_RTOL};
 
@@ -74,7 +74,7 @@ pub fn diff_with(args: &DiffArgs, out: &mut dyn Write) -> Result<ExitCode> {
             passing: args.all,
         }
     };
-    let mut report = diff_paths(&args.a, &args.b, &options, keep).context("dump diff")?;
+    let mut report = diff_paths(&args.a, &args.b, &options, keep)?;
     if args.json {
         report.write_json(out)?;
     } else {

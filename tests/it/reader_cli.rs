@@ -285,11 +285,11 @@ fn command_exit_codes_and_errors() {
     assert!(e.contains("\"seq\": expected key or order"), "{e}");
     let missing = tmp.path().join("nope").display().to_string();
     let e = run_cli(&[&a, &missing]).unwrap_err();
-    assert_eq!(e, format!("dump diff: dump B: {missing} does not exist"));
+    assert_eq!(e, format!("dump B: dump path {missing} does not exist"));
     std::fs::write(tmp.path().join("a/tensor_dump/tensor_dump.json"), "{").unwrap();
     let e = run_cli(&[&a, &b]).unwrap_err();
     assert!(
-        e.starts_with("dump diff: dump A: ") && e.contains("tensor_dump.json: truncated JSON"),
+        e.starts_with("dump A: ") && e.contains("tensor_dump.json: truncated JSON"),
         "{e}"
     );
 }

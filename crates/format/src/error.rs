@@ -23,6 +23,11 @@ pub fn echo(s: &str) -> String {
     out
 }
 
+/// `"s"` with `s` cut by [`echo`]: how messages quote a bad value.
+pub fn quoted(s: &str) -> String {
+    format!("\"{}\"", echo(s))
+}
+
 /// A message from serde with every quoted value (`"…"` or `` `…` ``) cut by
 /// [`echo`].
 pub fn tame(msg: &str) -> String {
@@ -40,7 +45,7 @@ pub fn tame(msg: &str) -> String {
         let close = inner
             .match_indices(delim)
             .map(|(i, _)| i)
-            .find(|&i| matches!(inner[i + 1..].chars().next(), None | Some(',' | ')' | ' ')));
+            .find(|&i| matches!(inner[i + 1..].chars().next(), None | Some(',' | ')' | ' ' | ':' | ';')));
         match close {
             Some(c) => {
                 out.push_str(&echo(&inner[..c]));
@@ -69,7 +74,7 @@ pub struct Error {
 /// What is wrong with a file. Messages are lowercase and name the field.
 #[derive(Debug)]
 pub enum ErrorKind {
-    /// The path given does not exist.
+    /// The dump path given does not exist.
     PathMissing,
     /// The expected file is not where it was looked for.
     NotFound {
@@ -209,7 +214,7 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let file = self.file.display();
         match &self.kind {
-            ErrorKind::PathMissing => write!(f, "{file} does not exist"),
+            ErrorKind::PathMissing => write!(f, "dump path {file} does not exist"),
             ErrorKind::NotFound { name, tried, hint } => {
                 write!(f, "no {name} at {file} (looked at {tried}){hint}")
             }

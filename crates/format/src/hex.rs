@@ -9,7 +9,7 @@ use std::fmt;
 
 use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::error::echo;
+use crate::error::quoted;
 
 /// A 64-bit value written as `"0x%016x"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -110,7 +110,7 @@ impl de::Visitor<'_> for HexVisitor {
         parsed.ok_or_else(|| {
             E::custom(format_args!(
                 "bad hex {}: expected {}",
-                echo(&format!("{s:?}")),
+                quoted(&s),
                 if self.strict { STRICT_FORM } else { LENIENT_FORM }
             ))
         })

@@ -40,5 +40,5 @@ pub mod tensor_dump;
 pub mod upstream;
 pub mod vocab;
 
-pub use error::{echo, tame, Error, ErrorKind, ECHO_LIMIT};
+pub use error::{echo, quoted, tame, Error, ErrorKind, ECHO_LIMIT};
 pub use tensor_dump::SCHEMA_VERSION;

@@ -26,7 +26,7 @@ use half::{bf16, f16};
 use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
 use simpler_core::DType;
 
-use crate::error::echo;
+use crate::error::quoted;
 
 /// A scalar's value as our files write it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -192,7 +192,7 @@ pub fn decode_upstream(value: &WireValue, dtype: DType) -> Result<(u64, BitsOrig
             "nan" => Ok((u64::from(f32::NAN.to_bits()), BitsOrigin::Rounded)),
             other => Err(format!(
                 "{}: expected a number, null (NaN), \"$Inf\" or \"-$Inf\"",
-                echo(&format!("{other:?}"))
+                quoted(&other)
             )),
         },
         (WireValue::Number(n), DType::Float32) => {
@@ -219,7 +219,7 @@ pub fn decode_upstream(value: &WireValue, dtype: DType) -> Result<(u64, BitsOrig
             match other {
                 WireValue::Null => "null".to_string(),
                 WireValue::Bool(b) => b.to_string(),
-                WireValue::Text(t) => echo(&format!("{t:?}")),
+                WireValue::Text(t) => quoted(&t),
                 WireValue::Number(n) => n.to_string(),
             },
             dtype.name()
@@ -376,7 +376,7 @@ impl WireValue {
                 "-inf" => Ok(ScalarValue::F64(f64::NEG_INFINITY)),
                 other => Err(format!(
                     "{}: expected {VALUE_FORMS}",
-                    echo(&format!("{other:?}"))
+                    quoted(&other)
                 )),
             },
             WireValue::Null => Err(format!("null: expected {VALUE_FORMS}")),

@@ -108,7 +108,7 @@ impl<'de> Deserialize<'de> for HexField {
             .ok_or_else(|| {
                 serde::de::Error::custom(format_args!(
                     "bad hex {}: expected {}",
-                    crate::error::echo(&format!("{s:?}")),
+                    crate::error::quoted(&s),
                     hex::STRICT_FORM
                 ))
             })

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 use simpler_format::tensor_dump::{Header, Layout, StrictHeader, SCHEMA_VERSION};
-use simpler_format::{echo, Error, ErrorKind};
+use simpler_format::{quoted, Error, ErrorKind};
 
 /// What `schema_version` values this reader understands, for messages.
 pub const UNDERSTOOD: &str = "1, or no schema_version for upstream and reference-runtime dumps";
@@ -64,14 +64,14 @@ fn check(file: &Path, h: &Header, layout: Layout) -> Result<(), Error> {
         return Err(Error::header(
             file,
             "bin_format.type",
-            format!("{} is not supported; expected \"logical_contiguous\"", echo(&format!("{:?}", h.bin_format.kind))),
+            format!("{} is not supported; expected \"logical_contiguous\"", quoted(&h.bin_format.kind)),
         ));
     }
     if h.bin_format.byte_order != "little_endian" {
         return Err(Error::header(
             file,
             "bin_format.byte_order",
-            format!("{} is not supported; expected \"little_endian\"", echo(&format!("{:?}", h.bin_format.byte_order))),
+            format!("{} is not supported; expected \"little_endian\"", quoted(&h.bin_format.byte_order)),
         ));
     }
     if layout.is_strict() && !matches!(&h.bin_file, Some(Some(_))) {

@@ -117,13 +117,13 @@ fn check_dispatch(d: &Dispatch) -> Result<(), Bad> {
     if d.subtask != want_sub {
         return bad(
             "subtask",
-            format!("{} contradicts subtask_id {} ({want_sub})", simpler_format::echo(&format!("{:?}", d.subtask)), d.subtask_id),
+            format!("{} contradicts subtask_id {} ({want_sub})", simpler_format::quoted(&d.subtask), d.subtask_id),
         );
     }
     if d.core_type != want_type {
         return bad(
             "core_type",
-            format!("{} contradicts subtask {want_sub} ({want_type})", simpler_format::echo(&format!("{:?}", d.core_type))),
+            format!("{} contradicts subtask {want_sub} ({want_type})", simpler_format::quoted(&d.core_type)),
         );
     }
     if d.block_num == 0 || d.block_idx >= d.block_num {
@@ -142,7 +142,7 @@ fn check_dispatch(d: &Dispatch) -> Result<(), Bad> {
             return bad(&f("arg_index"), format!("{} is a context slot or beyond", a.arg_index));
         }
         if DType::from_name(&a.dtype).is_none() {
-            return bad(&f("dtype"), format!("unknown dtype {}", simpler_format::echo(&format!("{:?}", a.dtype))));
+            return bad(&f("dtype"), format!("unknown dtype {}", simpler_format::quoted(&a.dtype)));
         }
         match a.kind {
             Kind::Tensor if tensors_done => return bad(&f("kind"), "a tensor slot after a scalar slot".into()),

@@ -61,13 +61,13 @@ pub fn check_bin_name(name: &str) -> Result<(), String> {
     if p.is_absolute() {
         return Err(format!(
             "{} is an absolute path; a dump names its payload relative to its own folder",
-            simpler_format::echo(&format!("{name:?}"))
+            simpler_format::quoted(&name)
         ));
     }
     if p.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir)) {
         return Err(format!(
             "{} leaves the dump folder (`..`); a dump names its payload inside its own folder",
-            simpler_format::echo(&format!("{name:?}"))
+            simpler_format::quoted(&name)
         ));
     }
     Ok(())

@@ -43,8 +43,7 @@ impl DiffReport {
             };
             match &mut self.spill {
                 Some(s) => {
-                    let f = s.lists[i].get_mut();
-                    f.flush()?;
+                    s.lists[i].flush()?;
                     let mut f = s.lists[i].get_ref().try_clone()?;
                     f.rewind()?;
                     for line in std::io::BufReader::new(f).lines() {

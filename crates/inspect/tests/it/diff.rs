@@ -9,7 +9,6 @@ use crate::common;
 
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use common::{build, f32_bytes, scalar, tensor};
 use simpler_core::{ArgRole, TaskId};

@@ -52,7 +52,7 @@ fn missing_path_dir_manifest_and_bin() {
     let gone = tmp.path().join("no_such_run");
     let e = Dump::open(&gone).unwrap_err();
     assert!(matches!(e.kind, ErrorKind::PathMissing));
-    assert_eq!(e.to_string(), format!("{} does not exist", gone.display()));
+    assert_eq!(e.to_string(), format!("dump path {} does not exist", gone.display()));
 
     let e = Dump::open(tmp.path()).unwrap_err().to_string();
     assert!(

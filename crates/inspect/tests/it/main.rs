@@ -7,4 +7,6 @@ mod errors;
 mod fuzz;
 mod fuzz_args;
 mod reference;
+mod safety;
+mod upstream;
 mod synthetic;
