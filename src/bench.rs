@@ -42,6 +42,7 @@ pub fn bench(a: &BenchArgs) -> Result<ExitCode> {
         BenchName::Large => large::large(a)?,
         BenchName::Submits => submits::submits(a)?,
         BenchName::SubmitInstructions => submits::submit_instructions(a)?,
+        BenchName::Readers => readers(a)?,
     };
     if a.json {
         let results: Map<String, Value> = out
@@ -477,6 +478,30 @@ fn replay(a: &BenchArgs) -> Result<Outcome> {
         ],
         config,
         target: "target: wall_s ≤ 0.5, instr_per_s ≥ 1e6".into(),
+    })
+}
+
+/// `dump view` (first page, full listing) and `dump diff` of two CaseLarge
+/// dumps, in child processes ([`crate::bench_readers`]).
+fn readers(a: &BenchArgs) -> Result<Outcome> {
+    let f = crate::bench_readers::measure(a)?;
+    let mib = |b: u64| b as f64 / f64::from(1 << 20);
+    let mut config = chip_config(a)?;
+    config.insert("case".into(), json!("CaseLarge"));
+    config.insert("reps".into(), json!(a.reps));
+    config.insert("manifest_mib".into(), json!(mib(f.manifest_bytes)));
+    config.insert("records".into(), json!(f.records));
+    Ok(Outcome {
+        name: "readers",
+        results: vec![
+            ("view_first_page_s", f.first_page.as_secs_f64(), "s"),
+            ("view_full_s", f.full_view.as_secs_f64(), "s"),
+            ("view_peak_rss_mib", mib(f.view_rss), "MiB"),
+            ("diff_s", f.diff.as_secs_f64(), "s"),
+            ("diff_peak_rss_mib", mib(f.diff_rss), "MiB"),
+        ],
+        config,
+        target: "first page <= 0.2 s; peak RSS <= 100 MiB view, <= 200 MiB diff; diff <= 3 s".into(),
     })
 }
 

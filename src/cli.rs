@@ -209,6 +209,9 @@ pub enum BenchName {
     /// `submits` under callgrind: instructions per task and per submit
     /// (needs valgrind; skipped with a message without it).
     SubmitInstructions,
+    /// `dump view` (first page, full listing) and `dump diff` of two
+    /// CaseLarge dumps: times and peak RSS of each child process.
+    Readers,
 }
 
 /// `simpler bench`.

@@ -1,0 +1,158 @@
+//! `simpler bench readers` (DESIGN §10): `dump view` and `dump diff` of two
+//! CaseLarge dumps, each in a child process: the time until the first
+//! table row is printed (read from the child's stdout), the full listing,
+//! the diff, and each child's peak RSS (`wait4`'s `ru_maxrss`).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use simpler_dump::DumpConfig;
+use simpler_runtime::{Runtime, RuntimeConfig};
+
+use crate::cli::BenchArgs;
+
+/// The figures of one bench run.
+pub struct ReadersFigures {
+    /// Best time to the first table row of `dump view`.
+    pub first_page: Duration,
+    /// Best time of the whole `dump view` listing.
+    pub full_view: Duration,
+    /// Highest peak RSS of a `dump view` child, bytes.
+    pub view_rss: u64,
+    /// Best time of `dump diff A B`.
+    pub diff: Duration,
+    /// Highest peak RSS of a `dump diff` child, bytes.
+    pub diff_rss: u64,
+    /// Size of one manifest, bytes.
+    pub manifest_bytes: u64,
+    /// Records in one dump.
+    pub records: u64,
+}
+
+/// Write the CaseLarge dumps (seeds 0 and 1) under `root`.
+fn make_dumps(a: &BenchArgs, root: &Path) -> Result<[PathBuf; 2]> {
+    let w = simpler_workloads::find("paged_attention")?;
+    let cfg = a.chip.config()?;
+    let mut dirs = Vec::new();
+    for seed in [0u64, 1] {
+        let dir = root.join(format!("seed{seed}")).join("tensor_dump");
+        let rt = Runtime::new(
+            RuntimeConfig {
+                dump: Some(DumpConfig::new(&dir)),
+                ..cfg.clone()
+            },
+            w.kernels(),
+        )?;
+        w.run("CaseLarge", seed, &rt)
+            .with_context(|| format!("CaseLarge seed {seed} with --dump-tensor 2"))?;
+        drop(rt);
+        dirs.push(dir);
+    }
+    Ok([dirs[0].clone(), dirs[1].clone()])
+}
+
+/// Wait for `child` and return its exit code and peak RSS in bytes.
+fn wait_rusage(child: std::process::Child) -> Result<(i32, u64)> {
+    let pid = child.id() as libc::pid_t;
+    let mut status: libc::c_int = 0;
+    // SAFETY: all-zero bytes are a valid `rusage` (plain integers).
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `pid` is our own child, not yet waited for (std only waits in
+    // `wait`/`try_wait`, which are not called on it, and dropping a `Child`
+    // does not wait); both pointers are to live locals of the right types.
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    if r != pid {
+        bail!("wait4({pid}): {}", std::io::Error::last_os_error());
+    }
+    drop(child);
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -1
+    };
+    // Linux reports ru_maxrss in KiB.
+    Ok((code, usage.ru_maxrss.max(0) as u64 * 1024))
+}
+
+/// One `dump view`: (time to the first row, whole listing, peak RSS).
+fn view_once(exe: &Path, dir: &Path) -> Result<(Duration, Duration, u64)> {
+    let t = Instant::now();
+    let mut child = Command::new(exe)
+        .args(["dump", "view"])
+        .arg(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("running simpler dump view")?;
+    let out = child.stdout.take().context("view stdout")?;
+    let (mut header_seen, mut first) = (false, None);
+    for line in BufReader::new(out).lines() {
+        let line = line.context("reading dump view's output")?;
+        if first.is_none() {
+            if header_seen {
+                first = Some(t.elapsed());
+            } else if line.trim_start().starts_with("#  task_id") {
+                header_seen = true;
+            }
+        }
+    }
+    let full = t.elapsed();
+    let (code, rss) = wait_rusage(child)?;
+    if code != 0 {
+        bail!("simpler dump view exited with {code}");
+    }
+    Ok((first.context("dump view printed no table row")?, full, rss))
+}
+
+/// One `dump diff A B`: (time, peak RSS).
+fn diff_once(exe: &Path, a: &Path, b: &Path) -> Result<(Duration, u64)> {
+    let t = Instant::now();
+    let child = Command::new(exe)
+        .args(["dump", "diff"])
+        .args([a, b])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("running simpler dump diff")?;
+    let (code, rss) = wait_rusage(child)?;
+    let took = t.elapsed();
+    // Seeds 0 and 1 differ: exit 1 is the expected verdict.
+    if code != 1 {
+        bail!("simpler dump diff exited with {code} (expected 1: the seeds differ)");
+    }
+    Ok((took, rss))
+}
+
+/// Make the dumps, then time `dump view` and `dump diff` `a.reps` times.
+///
+/// # Errors
+/// A run, a child process or the temporary folder failed.
+pub fn measure(a: &BenchArgs) -> Result<ReadersFigures> {
+    let tmp = tempfile::tempdir().context("temporary folder for the dumps")?;
+    let [da, db] = make_dumps(a, tmp.path())?;
+    let exe = std::env::current_exe().context("path of the simpler binary")?;
+    let manifest = simpler_inspect::Dump::open(&da)?;
+    let mut f = ReadersFigures {
+        first_page: Duration::MAX,
+        full_view: Duration::MAX,
+        view_rss: 0,
+        diff: Duration::MAX,
+        diff_rss: 0,
+        manifest_bytes: std::fs::metadata(manifest.manifest_path())?.len(),
+        records: manifest.counts().total,
+    };
+    drop(manifest);
+    for _ in 0..a.reps {
+        let (first, full, rss) = view_once(&exe, &da)?;
+        f.first_page = f.first_page.min(first);
+        f.full_view = f.full_view.min(full);
+        f.view_rss = f.view_rss.max(rss);
+        let (took, rss) = diff_once(&exe, &da, &db)?;
+        f.diff = f.diff.min(took);
+        f.diff_rss = f.diff_rss.max(rss);
+    }
+    Ok(f)
+}
