@@ -9,8 +9,6 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use simpler_dump::DumpConfig;
-use simpler_runtime::{Runtime, RuntimeConfig};
 
 use crate::cli::BenchArgs;
 
@@ -32,24 +30,28 @@ pub struct ReadersFigures {
     pub records: u64,
 }
 
-/// Write the CaseLarge dumps (seeds 0 and 1) under `root`.
-fn make_dumps(a: &BenchArgs, root: &Path) -> Result<[PathBuf; 2]> {
-    let w = simpler_workloads::find("paged_attention")?;
-    let cfg = a.chip.config()?;
+/// Write the CaseLarge dumps (seeds 0 and 1) under `root`, each by a
+/// `simpler run` child: this process stays small, so the children it
+/// measures later do not inherit its peak RSS through fork.
+fn make_dumps(a: &BenchArgs, exe: &Path, root: &Path) -> Result<[PathBuf; 2]> {
     let mut dirs = Vec::new();
-    for seed in [0u64, 1] {
-        let dir = root.join(format!("seed{seed}")).join("tensor_dump");
-        let rt = Runtime::new(
-            RuntimeConfig {
-                dump: Some(DumpConfig::new(&dir)),
-                ..cfg.clone()
-            },
-            w.kernels(),
-        )?;
-        w.run("CaseLarge", seed, &rt)
-            .with_context(|| format!("CaseLarge seed {seed} with --dump-tensor 2"))?;
-        drop(rt);
-        dirs.push(dir);
+    for seed in ["0", "1"] {
+        let run = root.join(format!("seed{seed}"));
+        let o = Command::new(exe)
+            .args(["run", "paged_attention", "--case", "CaseLarge", "--seed", seed])
+            .args(["--dump-tensor", "2", "--arch", &a.chip.arch])
+            .args(["--clusters", &a.chip.clusters.to_string(), "--output"])
+            .arg(&run)
+            .output()
+            .context("running simpler run for a CaseLarge dump")?;
+        if !o.status.success() {
+            bail!(
+                "simpler run CaseLarge seed {seed} exited with {}: {}",
+                o.status,
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+        dirs.push(run.join("tensor_dump"));
     }
     Ok([dirs[0].clone(), dirs[1].clone()])
 }
@@ -132,19 +134,20 @@ fn diff_once(exe: &Path, a: &Path, b: &Path) -> Result<(Duration, u64)> {
 /// A run, a child process or the temporary folder failed.
 pub fn measure(a: &BenchArgs) -> Result<ReadersFigures> {
     let tmp = tempfile::tempdir().context("temporary folder for the dumps")?;
-    let [da, db] = make_dumps(a, tmp.path())?;
     let exe = std::env::current_exe().context("path of the simpler binary")?;
-    let manifest = simpler_inspect::Dump::open(&da)?;
+    let [da, db] = make_dumps(a, &exe, tmp.path())?;
+    let manifest = simpler_inspect::locate::resolve_manifest(&da)?;
+    let header = simpler_inspect::stream::RecordStream::open_manifest(&manifest)?;
     let mut f = ReadersFigures {
         first_page: Duration::MAX,
         full_view: Duration::MAX,
         view_rss: 0,
         diff: Duration::MAX,
         diff_rss: 0,
-        manifest_bytes: std::fs::metadata(manifest.manifest_path())?.len(),
-        records: manifest.counts().total,
+        manifest_bytes: std::fs::metadata(&manifest)?.len(),
+        records: header.info().header.total_tensors,
     };
-    drop(manifest);
+    drop(header);
     for _ in 0..a.reps {
         let (first, full, rss) = view_once(&exe, &da)?;
         f.first_page = f.first_page.min(first);

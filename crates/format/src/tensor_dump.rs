@@ -101,14 +101,28 @@ impl Serialize for HexField {
 
 impl<'de> Deserialize<'de> for HexField {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s: std::borrow::Cow<'de, str> = serde::de::Deserialize::deserialize(d)?;
-        let canonical = hex::parse_strict(&s).is_some();
-        hex::parse_lenient(&s)
+        d.deserialize_str(HexFieldVisitor)
+    }
+}
+
+/// Reads the text in place (no allocation per field).
+struct HexFieldVisitor;
+
+impl serde::de::Visitor<'_> for HexFieldVisitor {
+    type Value = HexField;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(hex::STRICT_FORM)
+    }
+
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<HexField, E> {
+        let canonical = hex::parse_strict(s).is_some();
+        hex::parse_lenient(s)
             .map(|value| HexField { value, canonical })
             .ok_or_else(|| {
-                serde::de::Error::custom(format_args!(
+                E::custom(format_args!(
                     "bad hex {}: expected {}",
-                    crate::error::quoted(&s),
+                    crate::error::quoted(s),
                     hex::STRICT_FORM
                 ))
             })

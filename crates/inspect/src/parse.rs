@@ -61,13 +61,17 @@ struct State<'a, 'b> {
     end: PassEnd,
     /// An error raised by a callback, to replace serde's placeholder.
     raised: Option<Error>,
+    /// How the record list was being read (for [`retrace`]).
+    strict: Option<bool>,
 }
 
 /// Marks serde errors that stand for a callback's error or stop.
 const RAISED: &str = "\u{0}raised";
 const STOPPED: &str = "\u{0}stopped";
 
-/// Parse `reader` (the content of `file`) once.
+/// Parse `reader` (the content of `file`) once. The fast path tracks no
+/// field path; when serde finds an error, [`retrace`] parses the file again
+/// with a path tracker to name the field.
 ///
 /// # Errors
 /// Malformed or truncated JSON, a mistyped field (with its path), or a
@@ -83,11 +87,10 @@ pub fn pass(
         on_record,
         end: PassEnd::default(),
         raised: None,
+        strict: None,
     };
     let mut de = serde_json::Deserializer::from_reader(reader);
-    let mut track = serde_path_to_error::Track::new();
-    let result = Top(&mut state).deserialize(serde_path_to_error::Deserializer::new(&mut de, &mut track));
-    let result = result.and_then(|()| de.end());
+    let result = Top(&mut state).deserialize(&mut de).and_then(|()| de.end());
     match result {
         Ok(()) => Ok(state.end),
         Err(e) if e.to_string().starts_with(STOPPED) => {
@@ -96,8 +99,41 @@ pub fn pass(
         }
         Err(e) => Err(match state.raised.take() {
             Some(raised) if e.to_string().starts_with(RAISED) => raised,
-            _ => simpler_format::json::error_at(file, track.path().to_string(), &e),
+            _ => retrace(file, state.strict, &e),
         }),
+    }
+}
+
+/// The error `e` with the path of the field it is in: the file parsed
+/// again, tracked, with records accepted unread (`strict` as the failed
+/// pass had it). Falls back to `e` without a path.
+fn retrace(file: &Path, strict: Option<bool>, e: &serde_json::Error) -> Error {
+    let plain = || simpler_format::json::error_at(file, String::new(), e);
+    let Ok(f) = crate::open::open_regular(file) else {
+        return plain();
+    };
+    let mut on_list = |_: &str, _: &Map<String, Value>| {
+        Ok(match strict {
+            Some(strict) => ListAction::Stream { strict },
+            None => ListAction::Skip,
+        })
+    };
+    let mut on_record = |_: usize, _: Wire| Ok(Flow::Continue);
+    let mut state = State {
+        on_list: &mut on_list,
+        on_record: &mut on_record,
+        end: PassEnd::default(),
+        raised: None,
+        strict: None,
+    };
+    let mut de = serde_json::Deserializer::from_reader(std::io::BufReader::new(f));
+    let mut track = serde_path_to_error::Track::new();
+    let tracked = serde_path_to_error::Deserializer::new(&mut de, &mut track);
+    match Top(&mut state).deserialize(tracked).and_then(|()| de.end()) {
+        Err(again) if again.line() == e.line() && again.column() == e.column() => {
+            simpler_format::json::error_at(file, track.path().to_string(), &again)
+        }
+        _ => plain(),
     }
 }
 
@@ -134,6 +170,7 @@ impl<'de> Visitor<'de> for Top<'_, '_, '_> {
                     }
                     ListAction::Stream { strict } => {
                         st.end.streamed = true;
+                        st.strict = Some(strict);
                         map.next_value_seed(List { st: &mut *st, strict })?;
                         if st.end.stopped {
                             return Err(de::Error::custom(STOPPED));

@@ -143,10 +143,12 @@ impl DiffReport {
         })
     }
 
-    fn spill(&mut self, list: usize, v: serde_json::Value) -> std::io::Result<()> {
+    /// Write `v()` to spill list `list` (`--json` only: the value is not
+    /// even built otherwise).
+    fn spill(&mut self, list: usize, v: impl FnOnce() -> serde_json::Value) -> std::io::Result<()> {
         use std::io::Write;
         if let Some(s) = &mut self.spill {
-            serde_json::to_writer(&mut s.lists[list], &v)?;
+            serde_json::to_writer(&mut s.lists[list], &v())?;
             s.lists[list].write_all(b"\n")?;
         }
         Ok(())
@@ -174,7 +176,7 @@ impl DiffReport {
                 self.first[0] = Some(Difference::Pair(Box::new(p.clone())));
             }
         }
-        self.spill(0, super::json::pair_json(&p))?;
+        self.spill(0, || super::json::pair_json(&p))?;
         let kept = if p.passed { self.kept_passing } else { self.kept_failing };
         if self.room(kept, p.passed) {
             *(if p.passed { &mut self.kept_passing } else { &mut self.kept_failing }) += 1;
@@ -190,7 +192,7 @@ impl DiffReport {
     pub fn only_a(&mut self, u: Unpaired) -> std::io::Result<()> {
         self.counts.only_in_a += 1;
         self.first[1].get_or_insert_with(|| Difference::OnlyInA(u.clone()));
-        self.spill(1, super::json::unpaired_json(&u))?;
+        self.spill(1, || super::json::unpaired_json(&u))?;
         if self.room(self.only_in_a.len(), false) {
             self.only_in_a.push(u);
         }
@@ -204,7 +206,7 @@ impl DiffReport {
     pub fn only_b(&mut self, u: Unpaired) -> std::io::Result<()> {
         self.counts.only_in_b += 1;
         self.first[2].get_or_insert_with(|| Difference::OnlyInB(u.clone()));
-        self.spill(2, super::json::unpaired_json(&u))?;
+        self.spill(2, || super::json::unpaired_json(&u))?;
         if self.room(self.only_in_b.len(), false) {
             self.only_in_b.push(u);
         }
