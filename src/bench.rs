@@ -501,7 +501,8 @@ fn readers(a: &BenchArgs) -> Result<Outcome> {
             ("diff_peak_rss_mib", mib(f.diff_rss), "MiB"),
         ],
         config,
-        target: "first page <= 0.2 s; peak RSS <= 100 MiB view, <= 200 MiB diff; diff <= 3 s".into(),
+        target: "first page <= 0.2 s; peak RSS <= 100 MiB view, <= 200 MiB diff; diff <= 3 s"
+            .into(),
     })
 }
 

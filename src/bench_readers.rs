@@ -38,7 +38,14 @@ fn make_dumps(a: &BenchArgs, exe: &Path, root: &Path) -> Result<[PathBuf; 2]> {
     for seed in ["0", "1"] {
         let run = root.join(format!("seed{seed}"));
         let o = Command::new(exe)
-            .args(["run", "paged_attention", "--case", "CaseLarge", "--seed", seed])
+            .args([
+                "run",
+                "paged_attention",
+                "--case",
+                "CaseLarge",
+                "--seed",
+                seed,
+            ])
             .args(["--dump-tensor", "2", "--arch", &a.chip.arch])
             .args(["--clusters", &a.chip.clusters.to_string(), "--output"])
             .arg(&run)

@@ -70,7 +70,11 @@ pub fn diff_with(args: &DiffArgs, out: &mut dyn Write) -> Result<ExitCode> {
         Keep::Spill
     } else {
         Keep::Limit {
-            rows: if args.limit == 0 { usize::MAX } else { args.limit },
+            rows: if args.limit == 0 {
+                usize::MAX
+            } else {
+                args.limit
+            },
             passing: args.all,
         }
     };

@@ -18,7 +18,9 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Args;
 use simpler_core::{ArgRole, TaskId};
-use simpler_inspect::export::{parse_export_format, ExportFormat, ExportOutcome, Exporter, TxtOptions};
+use simpler_inspect::export::{
+    parse_export_format, ExportFormat, ExportOutcome, Exporter, TxtOptions,
+};
 use simpler_inspect::locate::{find_newest_dump, resolve_manifest};
 use simpler_inspect::stream::{DumpInfo, RecordStream};
 use simpler_inspect::view::table::row;
@@ -131,14 +133,24 @@ pub fn view_with(args: &ViewArgs, base: &Path, out: &mut dyn Write) -> Result<Ex
         return Ok(ExitCode::SUCCESS);
     }
     if selected == 0 {
-        writeln!(out, "no records match {} ({} records in the dump)", filter.describe(), counts.total)?;
+        writeln!(
+            out,
+            "no records match {} ({} records in the dump)",
+            filter.describe(),
+            counts.total
+        )?;
         for hint in seen.explain_no_match(&filter) {
             writeln!(out, "  {hint}")?;
         }
         return Ok(ExitCode::from(1));
     }
     if !filter.is_empty() {
-        writeln!(out, "{selected} of {} records match {}", counts.total, filter.describe())?;
+        writeln!(
+            out,
+            "{selected} of {} records match {}",
+            counts.total,
+            filter.describe()
+        )?;
     }
     write!(out, "{}", footer(&counts))?;
     if let Some(format) = args.export {
@@ -184,7 +196,11 @@ fn list(
         out.write_all(table.page().as_bytes())?;
     }
     if shown < selected {
-        writeln!(out, "... {} more records not listed (--limit {shown})", selected - shown)?;
+        writeln!(
+            out,
+            "... {} more records not listed (--limit {shown})",
+            selected - shown
+        )?;
     }
     Ok((seen, selected))
 }
@@ -215,17 +231,25 @@ fn export(
         match outcome {
             ExportOutcome::Written { path, note } => {
                 written += 1;
-                let name = path
-                    .file_name()
-                    .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+                let name = path.file_name().map_or_else(
+                    || path.display().to_string(),
+                    |n| n.to_string_lossy().into_owned(),
+                );
                 match note {
                     Some(n) => writeln!(out, "wrote {name}  (record {}; note: {n})", r.index)?,
                     None => writeln!(out, "wrote {name}  (record {})", r.index)?,
                 }
             }
-            ExportOutcome::Skipped { reason } => writeln!(out, "skipped record {}: {reason}", r.index)?,
+            ExportOutcome::Skipped { reason } => {
+                writeln!(out, "skipped record {}: {reason}", r.index)?
+            }
         }
     }
-    writeln!(out, "exported {written} of {total} records as {} to {}", format.ext(), out_dir.display())?;
+    writeln!(
+        out,
+        "exported {written} of {total} records as {} to {}",
+        format.ext(),
+        out_dir.display()
+    )?;
     Ok(())
 }

@@ -21,7 +21,11 @@ fn simpler(args: &[&str], cwd: &Path) -> Result<(u8, String), String> {
     let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
     match code {
         0 | 1 => Ok((code, stdout)),
-        _ => Err(stderr.trim_end().strip_prefix("error: ").unwrap_or(stderr.trim_end()).to_string()),
+        _ => Err(stderr
+            .trim_end()
+            .strip_prefix("error: ")
+            .unwrap_or(stderr.trim_end())
+            .to_string()),
     }
 }
 
@@ -149,7 +153,10 @@ fn default_dir_is_the_newest_dump_under_outputs() {
     // outputs/ without dumps.
     std::fs::create_dir_all(base.path().join("outputs/run_a")).unwrap();
     let e = run(&[], base.path()).unwrap_err();
-    assert!(e.contains("none with a tensor_dump/ or args_dump/ folder"), "{e}");
+    assert!(
+        e.contains("none with a tensor_dump/ or args_dump/ folder"),
+        "{e}"
+    );
     // Two dumps: the newer one wins.
     let (m, bin) = synth::varied();
     let old = synth::write(&base.path().join("outputs/old_run"), &m, &bin);
@@ -237,10 +244,13 @@ fn read_errors_surface_as_messages() {
     assert!(e.contains("truncated JSON"), "{e}");
 }
 
-
 const T0: u64 = 0x0000_0002_0000_0000;
 
-fn write_dump(root: &Path, name: &str, records: Vec<(synth::RecordJson, Vec<u8>)>) -> std::path::PathBuf {
+fn write_dump(
+    root: &Path,
+    name: &str,
+    records: Vec<(synth::RecordJson, Vec<u8>)>,
+) -> std::path::PathBuf {
     let (m, bin) = synth::build(records);
     let run = root.join(name);
     synth::write(&run, &m, &bin);
@@ -248,7 +258,16 @@ fn write_dump(root: &Path, name: &str, records: Vec<(synth::RecordJson, Vec<u8>)
 }
 
 fn f32_out(task: u64, arg: u32, v: &[f32]) -> (synth::RecordJson, Vec<u8>) {
-    synth::tensor(task, &[0], "after_completion", "output", arg, "FLOAT32", &[v.len() as u64], synth::f32_bytes(v))
+    synth::tensor(
+        task,
+        &[0],
+        "after_completion",
+        "output",
+        arg,
+        "FLOAT32",
+        &[v.len() as u64],
+        synth::f32_bytes(v),
+    )
 }
 
 #[test]

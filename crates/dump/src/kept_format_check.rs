@@ -17,7 +17,12 @@ fn format_record(r: &TensorRecord, base: u64) -> Record {
         Stage::BeforeDispatch => FStage::BeforeDispatch,
         Stage::AfterCompletion => FStage::AfterCompletion,
     };
-    let func_id = Some(r.func_ids[..r.n_funcs as usize].iter().map(|&f| i64::from(f)).collect());
+    let func_id = Some(
+        r.func_ids[..r.n_funcs as usize]
+            .iter()
+            .map(|&f| i64::from(f))
+            .collect(),
+    );
     let role = match r.role {
         ArgRole::OutputExisting => ArgRole::Output,
         x => x,
@@ -37,7 +42,11 @@ fn format_record(r: &TensorRecord, base: u64) -> Record {
             is_contiguous: t.is_contiguous,
             numel: t.numel(),
             addr: Some(HexField::from(t.addr)),
-            bin_offset: if r.payload_len > 0 { base + r.arena_offset } else { 0 },
+            bin_offset: if r.payload_len > 0 {
+                base + r.arena_offset
+            } else {
+                0
+            },
             bin_size: r.payload_len,
             truncated: r.truncated,
             overwritten: false,
@@ -72,12 +81,18 @@ fn format_record(r: &TensorRecord, base: u64) -> Record {
 
 fn subject() -> impl Strategy<Value = Subject> {
     let dtype = (0u8..15).prop_map(|c| DType::from_code(c).unwrap());
-    let tensor = (dtype.clone(), 1u32..6, 1u32..6, 1u32..4, any::<u64>(), any::<bool>()).prop_map(
-        |(d, a, b, c, addr, t)| {
+    let tensor = (
+        dtype.clone(),
+        1u32..6,
+        1u32..6,
+        1u32..4,
+        any::<u64>(),
+        any::<bool>(),
+    )
+        .prop_map(|(d, a, b, c, addr, t)| {
             let base = ChipTensor::contiguous(addr >> 8, &[a, b, c], d);
             Subject::Tensor(if t { base.transpose(0, 2) } else { base })
-        },
-    );
+        });
     let scalar = (dtype, any::<u64>()).prop_map(|(dtype, bits)| {
         let bits = bits & simpler_format::scalar::width_mask(dtype);
         Subject::Scalar(Scalar { bits, dtype })

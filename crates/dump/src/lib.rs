@@ -20,11 +20,11 @@ mod error;
 pub mod export;
 mod finish;
 mod kept;
+#[cfg(test)]
+mod kept_format_check;
 pub mod manifest;
 mod producer;
 mod record;
-#[cfg(test)]
-mod kept_format_check;
 
 pub use collector::{DumpSession, DumpSummary, RunStatus, UnfinishedCounts, BIN_FILE, JSON_FILE};
 pub use config::{DumpConfig, DumpLevel, DumpPolicy, DEFAULT_ARENA_BYTES};

@@ -126,7 +126,11 @@ mod tests {
             .unwrap()
             .map(|e| e.unwrap().file_name())
             .collect();
-        assert_eq!(names, vec![std::ffi::OsString::from("a.json")], "no temp left");
+        assert_eq!(
+            names,
+            vec![std::ffi::OsString::from("a.json")],
+            "no temp left"
+        );
         let e = write_atomic(&dir.path().join("no/such/dir/x"), |_| Ok(())).unwrap_err();
         assert!(e.to_string().contains("no/such/dir"), "{e}");
     }

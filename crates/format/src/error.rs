@@ -42,10 +42,12 @@ pub fn tame(msg: &str) -> String {
         let inner = &rest[open + 1..];
         // The closing quote: the first one followed by `,`, `)`, space or
         // the end (values may hold quotes themselves).
-        let close = inner
-            .match_indices(delim)
-            .map(|(i, _)| i)
-            .find(|&i| matches!(inner[i + 1..].chars().next(), None | Some(',' | ')' | ' ' | ':' | ';')));
+        let close = inner.match_indices(delim).map(|(i, _)| i).find(|&i| {
+            matches!(
+                inner[i + 1..].chars().next(),
+                None | Some(',' | ')' | ' ' | ':' | ';')
+            )
+        });
         match close {
             Some(c) => {
                 out.push_str(&echo(&inner[..c]));

@@ -98,7 +98,11 @@ impl de::Visitor<'_> for HexVisitor {
     type Value = u64;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(if self.strict { STRICT_FORM } else { LENIENT_FORM })
+        f.write_str(if self.strict {
+            STRICT_FORM
+        } else {
+            LENIENT_FORM
+        })
     }
 
     fn visit_str<E: de::Error>(self, s: &str) -> Result<u64, E> {
@@ -111,7 +115,11 @@ impl de::Visitor<'_> for HexVisitor {
             E::custom(format_args!(
                 "bad hex {}: expected {}",
                 quoted(&s),
-                if self.strict { STRICT_FORM } else { LENIENT_FORM }
+                if self.strict {
+                    STRICT_FORM
+                } else {
+                    LENIENT_FORM
+                }
             ))
         })
     }

@@ -80,14 +80,24 @@ mod tests {
             "{e:?}"
         );
         assert!(
-            e.to_string().starts_with("d.json: field items[1].n at line 1"),
+            e.to_string()
+                .starts_with("d.json: field items[1].n at line 1"),
             "{e}"
         );
-        assert!(matches!(err(r#"{"items":[{"n":1}"#).kind, ErrorKind::TruncatedJson { .. }));
-        assert!(matches!(err(r#"{"items":]"#).kind, ErrorKind::MalformedJson { .. }));
+        assert!(matches!(
+            err(r#"{"items":[{"n":1}"#).kind,
+            ErrorKind::TruncatedJson { .. }
+        ));
+        assert!(matches!(
+            err(r#"{"items":]"#).kind,
+            ErrorKind::MalformedJson { .. }
+        ));
         assert!(err("{}").to_string().contains("missing field `items`"));
         let e = err(r#"{"items":[{"n":1,"m":2}]}"#).to_string();
-        assert!(e.contains("field items[0].m") && e.contains("unknown field `m`"), "{e}");
+        assert!(
+            e.contains("field items[0].m") && e.contains("unknown field `m`"),
+            "{e}"
+        );
         let huge = format!(r#"{{"items":[{{"n":"{}"}}]}}"#, "9".repeat(1 << 20));
         let e = err(&huge).to_string();
         assert!(e.len() < 300, "{}", &e[..300]);

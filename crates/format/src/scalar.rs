@@ -179,7 +179,11 @@ pub enum WireValue {
 /// A form the upstream writer does not produce for that dtype.
 pub fn decode_upstream(value: &WireValue, dtype: DType) -> Result<(u64, BitsOrigin), String> {
     let inf = |neg: bool| -> u64 {
-        let f = if neg { f32::NEG_INFINITY } else { f32::INFINITY };
+        let f = if neg {
+            f32::NEG_INFINITY
+        } else {
+            f32::INFINITY
+        };
         u64::from(f.to_bits())
     };
     match (value, dtype) {
@@ -199,7 +203,14 @@ pub fn decode_upstream(value: &WireValue, dtype: DType) -> Result<(u64, BitsOrig
             let bits = u64::from(n.as_f32().to_bits());
             let exact = matches!(n, ScalarValue::Int(_) | ScalarValue::UInt(_))
                 && f64::from(n.as_f32()) == n.as_f64();
-            Ok((bits, if exact { BitsOrigin::Exact } else { BitsOrigin::Rounded }))
+            Ok((
+                bits,
+                if exact {
+                    BitsOrigin::Exact
+                } else {
+                    BitsOrigin::Rounded
+                },
+            ))
         }
         (WireValue::Bool(b), DType::Bool) => Ok((u64::from(*b), BitsOrigin::Exact)),
         (WireValue::Number(n), DType::Int32 | DType::Uint32 | DType::Int64) => {
@@ -272,7 +283,12 @@ pub fn six_digits(v: f64) -> String {
     let text = if (-4..6).contains(&exp) {
         trim(&format!("{v:.*}", (5 - exp) as usize))
     } else {
-        format!("{}e{}{:02}", trim(mant), if exp < 0 { '-' } else { '+' }, exp.abs())
+        format!(
+            "{}e{}{:02}",
+            trim(mant),
+            if exp < 0 { '-' } else { '+' },
+            exp.abs()
+        )
     };
     if text.contains(['.', 'e']) {
         text
@@ -374,10 +390,7 @@ impl WireValue {
                 "nan" => Ok(ScalarValue::F64(f64::NAN)),
                 "inf" => Ok(ScalarValue::F64(f64::INFINITY)),
                 "-inf" => Ok(ScalarValue::F64(f64::NEG_INFINITY)),
-                other => Err(format!(
-                    "{}: expected {VALUE_FORMS}",
-                    quoted(&other)
-                )),
+                other => Err(format!("{}: expected {VALUE_FORMS}", quoted(&other))),
             },
             WireValue::Null => Err(format!("null: expected {VALUE_FORMS}")),
             WireValue::Bool(b) => Err(format!("{b}: expected {VALUE_FORMS}")),
@@ -439,7 +452,10 @@ mod tests {
             decode_upstream(&u("-5"), DType::Int32),
             Ok((0xffff_fffb, BitsOrigin::Exact))
         );
-        assert_eq!(decode_upstream(&u("true"), DType::Bool), Ok((1, BitsOrigin::Exact)));
+        assert_eq!(
+            decode_upstream(&u("true"), DType::Bool),
+            Ok((1, BitsOrigin::Exact))
+        );
         assert_eq!(six_digits(1.0), "1.0");
         assert_eq!(six_digits(0.1f32.into()), "0.1");
         assert_eq!(six_digits(123456789.0), "1.23457e+08");
@@ -459,7 +475,10 @@ mod tests {
         assert!(decode(ScalarValue::Int(300), DType::Int8).is_err());
         assert!(decode(ScalarValue::F64(1.5), DType::Int32).is_err());
         assert!(decode(ScalarValue::Int(-1), DType::Uint64).is_err());
-        assert_eq!(decode(ScalarValue::UInt(u64::MAX), DType::Uint64), Ok(u64::MAX));
+        assert_eq!(
+            decode(ScalarValue::UInt(u64::MAX), DType::Uint64),
+            Ok(u64::MAX)
+        );
         assert_eq!(decode(ScalarValue::F64(1.0), DType::Bfloat16), Ok(0x3f80));
     }
 }

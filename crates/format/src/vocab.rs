@@ -229,8 +229,8 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        let t: T = serde_json::from_str(r#"{"r":"inout","d":"BFLOAT16","s":"hang_snapshot"}"#)
-            .unwrap();
+        let t: T =
+            serde_json::from_str(r#"{"r":"inout","d":"BFLOAT16","s":"hang_snapshot"}"#).unwrap();
         assert_eq!(
             t,
             T {
@@ -242,7 +242,10 @@ mod tests {
         let e = serde_json::from_str::<T>(r#"{"r":"in","d":"BFLOAT16","s":"after_completion"}"#)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("unknown name \"in\": expected one of input"), "{e}");
+        assert!(
+            e.contains("unknown name \"in\": expected one of input"),
+            "{e}"
+        );
         let e = serde_json::from_str::<T>(r#"{"r":"input","d":"float32","s":"after_completion"}"#)
             .unwrap_err()
             .to_string();

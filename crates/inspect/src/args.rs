@@ -58,14 +58,21 @@ impl ArgsFile {
             return Err(Error::header(
                 path,
                 "schema_version",
-                format!("unknown version {} (this reader understands {SCHEMA_VERSION})", doc.schema_version),
+                format!(
+                    "unknown version {} (this reader understands {SCHEMA_VERSION})",
+                    doc.schema_version
+                ),
             ));
         }
         if doc.total_args != doc.args.len() as u64 {
             return Err(Error::header(
                 path,
                 "total_args",
-                format!("says {} but the file holds {} args", doc.total_args, doc.args.len()),
+                format!(
+                    "says {} but the file holds {} args",
+                    doc.total_args,
+                    doc.args.len()
+                ),
             ));
         }
         let mut prev: Option<u32> = None;
@@ -85,7 +92,10 @@ impl ArgsFile {
             if let Some(p) = prev.filter(|&p| a.arg_index <= p) {
                 return Err(bad(
                     "arg_index",
-                    format!("{} after {p}: arguments are listed once each, in increasing order", a.arg_index),
+                    format!(
+                        "{} after {p}: arguments are listed once each, in increasing order",
+                        a.arg_index
+                    ),
                 ));
             }
             if doc.dropped_args == 0 && a.arg_index as usize != i {
@@ -130,26 +140,47 @@ fn check_arg(a: &OrchArg) -> Result<(), (&'static str, String)> {
             let nbytes = a.nbytes.ok_or_else(|| missing("nbytes"))?;
             a.addr.ok_or_else(|| missing("addr"))?;
             if shape.len() > MAX_DIMS {
-                return Err(("shape", format!("{} dimensions: at most {MAX_DIMS} are supported", shape.len())));
+                return Err((
+                    "shape",
+                    format!(
+                        "{} dimensions: at most {MAX_DIMS} are supported",
+                        shape.len()
+                    ),
+                ));
             }
             if strides.len() != shape.len() {
                 return Err((
                     "strides",
-                    format!("{} strides for {} dimensions: expected one per dimension", strides.len(), shape.len()),
+                    format!(
+                        "{} strides for {} dimensions: expected one per dimension",
+                        strides.len(),
+                        shape.len()
+                    ),
                 ));
             }
             let numel = shape
                 .iter()
                 .try_fold(1u64, |acc, &d| acc.checked_mul(d))
-                .ok_or_else(|| ("shape", format!("{shape:?}: the element count overflows 64 bits")))?;
+                .ok_or_else(|| {
+                    (
+                        "shape",
+                        format!("{shape:?}: the element count overflows 64 bits"),
+                    )
+                })?;
             let dtype = a.dtype;
-            let want = numel
-                .checked_mul(dtype.size() as u64)
-                .ok_or_else(|| ("shape", format!("{shape:?} of {dtype}: the byte size overflows 64 bits")))?;
+            let want = numel.checked_mul(dtype.size() as u64).ok_or_else(|| {
+                (
+                    "shape",
+                    format!("{shape:?} of {dtype}: the byte size overflows 64 bits"),
+                )
+            })?;
             if nbytes != want {
                 return Err((
                     "nbytes",
-                    format!("{nbytes} but shape {shape:?} of {dtype} ({} bytes each) is {want} bytes", dtype.size()),
+                    format!(
+                        "{nbytes} but shape {shape:?} of {dtype} ({} bytes each) is {want} bytes",
+                        dtype.size()
+                    ),
                 ));
             }
         }

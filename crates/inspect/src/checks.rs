@@ -133,7 +133,8 @@ impl Checks {
         // The upstream runtime repeats before_dispatch records per SPMD
         // block; those repeats are the only duplicates a dump may hold.
         let repeats_ok = self.layout != Layout::Native && r.stage == Stage::BeforeDispatch;
-        if let Some((_, first, label)) = self.group_roles.iter().find(|(role, ..)| *role == r.role) {
+        if let Some((_, first, label)) = self.group_roles.iter().find(|(role, ..)| *role == r.role)
+        {
             if !repeats_ok {
                 return Err(Error::new(
                     &self.manifest,
@@ -215,13 +216,43 @@ impl Checks {
         };
         let stage = |i: usize| c.stages[i];
         let plain = [
-            ("total_tensors", h.total_tensors, c.total, " records in the list"),
-            ("before_dispatch", h.before_dispatch, stage(0), " at that stage"),
-            ("after_completion", h.after_completion, stage(1), " at that stage"),
+            (
+                "total_tensors",
+                h.total_tensors,
+                c.total,
+                " records in the list",
+            ),
+            (
+                "before_dispatch",
+                h.before_dispatch,
+                stage(0),
+                " at that stage",
+            ),
+            (
+                "after_completion",
+                h.after_completion,
+                stage(1),
+                " at that stage",
+            ),
             ("hang_snapshot", h.hang_snapshot, stage(2), " at that stage"),
-            ("output_tensors", h.output_tensors, c.tensor_roles[1], " output tensor records (output + output_existing)"),
-            ("inout_tensors", h.inout_tensors, c.tensor_roles[2], " inout tensor records"),
-            ("truncated_tensors", h.truncated_tensors, c.truncated, " records flagged truncated"),
+            (
+                "output_tensors",
+                h.output_tensors,
+                c.tensor_roles[1],
+                " output tensor records (output + output_existing)",
+            ),
+            (
+                "inout_tensors",
+                h.inout_tensors,
+                c.tensor_roles[2],
+                " inout tensor records",
+            ),
+            (
+                "truncated_tensors",
+                h.truncated_tensors,
+                c.truncated,
+                " records flagged truncated",
+            ),
         ];
         for (field, header, actual, note) in plain {
             if header != actual {
@@ -229,7 +260,9 @@ impl Checks {
             }
         }
         // Ours always has scalar_args; the upstream runtime writes none.
-        let scalar_args = h.scalar_args.or((self.layout == Layout::Native).then_some(0));
+        let scalar_args = h
+            .scalar_args
+            .or((self.layout == Layout::Native).then_some(0));
         if let Some(s) = scalar_args {
             if s != c.scalars {
                 return fail("scalar_args", s, c.scalars, " scalar records".into());
@@ -246,7 +279,10 @@ impl Checks {
         if !ok {
             let note = match self.layout {
                 Layout::Native => " input tensor records".to_string(),
-                _ => format!(" input tensor records ({with_scalars} counting the {} scalar records too)", c.scalar_inputs),
+                _ => format!(
+                    " input tensor records ({with_scalars} counting the {} scalar records too)",
+                    c.scalar_inputs
+                ),
             };
             return fail("input_tensors", h.input_tensors, inputs, note);
         }
@@ -255,7 +291,12 @@ impl Checks {
             _ => c.overwritten == 0 || h.dropped_overwrite >= c.overwritten,
         };
         if !overwritten_ok {
-            return fail("dropped_overwrite", h.dropped_overwrite, c.overwritten, " records flagged overwritten".into());
+            return fail(
+                "dropped_overwrite",
+                h.dropped_overwrite,
+                c.overwritten,
+                " records flagged overwritten".into(),
+            );
         }
         Ok(())
     }

@@ -35,7 +35,10 @@ impl Dump {
     ///
     /// # Errors
     /// As for [`Dump::open`].
-    pub fn open_filtered(path: impl AsRef<Path>, mut keep: impl FnMut(&Record) -> bool) -> Result<Dump, Error> {
+    pub fn open_filtered(
+        path: impl AsRef<Path>,
+        mut keep: impl FnMut(&Record) -> bool,
+    ) -> Result<Dump, Error> {
         let manifest = crate::locate::resolve_manifest(path.as_ref())?;
         let mut stream = RecordStream::open_manifest(&manifest)?;
         let mut records = Vec::new();

@@ -17,7 +17,11 @@ pub const UNDERSTOOD: &str = "1, or no schema_version for upstream and reference
 /// An unknown `schema_version`; a missing or mistyped field (with its
 /// path); in our own layout, an unknown field; a `bin_format` other than
 /// logical_contiguous / little_endian.
-pub fn build(file: &Path, list_key: &str, fields: &Map<String, Value>) -> Result<(Header, Layout), Error> {
+pub fn build(
+    file: &Path,
+    list_key: &str,
+    fields: &Map<String, Value>,
+) -> Result<(Header, Layout), Error> {
     let version = match fields.get("schema_version") {
         None => None,
         Some(v) => match v.as_u64() {
@@ -52,7 +56,13 @@ pub fn build(file: &Path, list_key: &str, fields: &Map<String, Value>) -> Result
                     msg: format!("header: {msg}"),
                 },
             ),
-            p => Error::new(file, ErrorKind::Header { field: p.into(), msg }),
+            p => Error::new(
+                file,
+                ErrorKind::Header {
+                    field: p.into(),
+                    msg,
+                },
+            ),
         }
     })?;
     check(file, &header, layout)?;
@@ -64,14 +74,20 @@ fn check(file: &Path, h: &Header, layout: Layout) -> Result<(), Error> {
         return Err(Error::header(
             file,
             "bin_format.type",
-            format!("{} is not supported; expected \"logical_contiguous\"", quoted(&h.bin_format.kind)),
+            format!(
+                "{} is not supported; expected \"logical_contiguous\"",
+                quoted(&h.bin_format.kind)
+            ),
         ));
     }
     if h.bin_format.byte_order != "little_endian" {
         return Err(Error::header(
             file,
             "bin_format.byte_order",
-            format!("{} is not supported; expected \"little_endian\"", quoted(&h.bin_format.byte_order)),
+            format!(
+                "{} is not supported; expected \"little_endian\"",
+                quoted(&h.bin_format.byte_order)
+            ),
         ));
     }
     if layout.is_strict() && !matches!(&h.bin_file, Some(Some(_))) {

@@ -26,7 +26,11 @@ pub struct KernelArgsFile {
 /// # Errors
 /// [`ErrorKind::NotFound`] listing where it looked.
 pub fn resolve(path: &Path) -> Result<PathBuf, Error> {
-    crate::locate::locate(path, KERNEL_ARGS_FILE, "; run with --dump-kernel-args or --dump-all")
+    crate::locate::locate(
+        path,
+        KERNEL_ARGS_FILE,
+        "; run with --dump-kernel-args or --dump-all",
+    )
 }
 
 impl KernelArgsFile {
@@ -52,14 +56,21 @@ impl KernelArgsFile {
             return Err(Error::header(
                 path,
                 "schema_version",
-                format!("unknown version {} (this reader understands {SCHEMA_VERSION})", doc.schema_version),
+                format!(
+                    "unknown version {} (this reader understands {SCHEMA_VERSION})",
+                    doc.schema_version
+                ),
             ));
         }
         if doc.total_dispatches != doc.dispatches.len() as u64 {
             return Err(Error::header(
                 path,
                 "total_dispatches",
-                format!("says {} but the file holds {} dispatches", doc.total_dispatches, doc.dispatches.len()),
+                format!(
+                    "says {} but the file holds {} dispatches",
+                    doc.total_dispatches,
+                    doc.dispatches.len()
+                ),
             ));
         }
         let args: u64 = doc.dispatches.iter().map(|d| d.args.len() as u64).sum();
@@ -67,7 +78,10 @@ impl KernelArgsFile {
             return Err(Error::header(
                 path,
                 "total_args",
-                format!("says {} but the dispatches hold {args} args", doc.total_args),
+                format!(
+                    "says {} but the dispatches hold {args} args",
+                    doc.total_args
+                ),
             ));
         }
         let mut seen = std::collections::HashSet::new();
@@ -94,12 +108,19 @@ impl KernelArgsFile {
 
     /// The dispatch with this id.
     pub fn dispatch(&self, dispatch_id: u64) -> Option<&Dispatch> {
-        self.doc.dispatches.iter().find(|d| d.dispatch_id == dispatch_id)
+        self.doc
+            .dispatches
+            .iter()
+            .find(|d| d.dispatch_id == dispatch_id)
     }
 
     /// `(func_id, dispatch_id)` of every dispatch, for "no such dispatch" messages.
     pub fn available(&self) -> Vec<(u32, u64)> {
-        self.doc.dispatches.iter().map(|d| (d.func_id, d.dispatch_id)).collect()
+        self.doc
+            .dispatches
+            .iter()
+            .map(|d| (d.func_id, d.dispatch_id))
+            .collect()
     }
 }
 
@@ -112,22 +133,37 @@ fn check_dispatch(d: &Dispatch) -> Result<(), Bad> {
         0 => ("aic", "aic"),
         1 => ("aiv0", "aiv"),
         2 => ("aiv1", "aiv"),
-        n => return bad("subtask_id", format!("{n} is not 0 (aic), 1 (aiv0) or 2 (aiv1)")),
+        n => {
+            return bad(
+                "subtask_id",
+                format!("{n} is not 0 (aic), 1 (aiv0) or 2 (aiv1)"),
+            )
+        }
     };
     if d.subtask != want_sub {
         return bad(
             "subtask",
-            format!("{} contradicts subtask_id {} ({want_sub})", simpler_format::quoted(&d.subtask), d.subtask_id),
+            format!(
+                "{} contradicts subtask_id {} ({want_sub})",
+                simpler_format::quoted(&d.subtask),
+                d.subtask_id
+            ),
         );
     }
     if d.core_type != want_type {
         return bad(
             "core_type",
-            format!("{} contradicts subtask {want_sub} ({want_type})", simpler_format::quoted(&d.core_type)),
+            format!(
+                "{} contradicts subtask {want_sub} ({want_type})",
+                simpler_format::quoted(&d.core_type)
+            ),
         );
     }
     if d.block_num == 0 || d.block_idx >= d.block_num {
-        return bad("block_idx", format!("{} is not below block_num {}", d.block_idx, d.block_num));
+        return bad(
+            "block_idx",
+            format!("{} is not below block_num {}", d.block_idx, d.block_num),
+        );
     }
     let mut tensors_done = false;
     for (k, a) in d.args.iter().enumerate() {
@@ -135,17 +171,28 @@ fn check_dispatch(d: &Dispatch) -> Result<(), Bad> {
         if a.arg_index as usize != k {
             return bad(
                 &f("arg_index"),
-                format!("{} but slots are listed in order from 0 (expected {k})", a.arg_index),
+                format!(
+                    "{} but slots are listed in order from 0 (expected {k})",
+                    a.arg_index
+                ),
             );
         }
         if a.arg_index >= 48 {
-            return bad(&f("arg_index"), format!("{} is a context slot or beyond", a.arg_index));
+            return bad(
+                &f("arg_index"),
+                format!("{} is a context slot or beyond", a.arg_index),
+            );
         }
         if DType::from_name(&a.dtype).is_none() {
-            return bad(&f("dtype"), format!("unknown dtype {}", simpler_format::quoted(&a.dtype)));
+            return bad(
+                &f("dtype"),
+                format!("unknown dtype {}", simpler_format::quoted(&a.dtype)),
+            );
         }
         match a.kind {
-            Kind::Tensor if tensors_done => return bad(&f("kind"), "a tensor slot after a scalar slot".into()),
+            Kind::Tensor if tensors_done => {
+                return bad(&f("kind"), "a tensor slot after a scalar slot".into())
+            }
             Kind::Tensor => check_tensor_slot(a, &f)?,
             Kind::Scalar => {
                 tensors_done = true;
@@ -166,7 +213,10 @@ fn check_tensor_slot(a: &Slot, f: &dyn Fn(&str) -> String) -> Result<(), Bad> {
         }
     }
     let (Some(nd), Some(shape), Some(strides)) = (a.ndims, &a.shape, &a.strides) else {
-        return bad("shape", "ndims, shape and strides are required for tensor slots".into());
+        return bad(
+            "shape",
+            "ndims, shape and strides are required for tensor slots".into(),
+        );
     };
     if nd == 0 || nd > 5 {
         return bad("ndims", format!("{nd} is not in 1..=5"));
@@ -174,13 +224,29 @@ fn check_tensor_slot(a: &Slot, f: &dyn Fn(&str) -> String) -> Result<(), Bad> {
     if shape.len() != nd as usize || strides.len() != nd as usize {
         return bad(
             "shape",
-            format!("ndims {nd} but {} shape and {} stride entries", shape.len(), strides.len()),
+            format!(
+                "ndims {nd} but {} shape and {} stride entries",
+                shape.len(),
+                strides.len()
+            ),
         );
     }
-    if let Some((i, _)) = shape.iter().chain(strides).enumerate().find(|(_, &x)| x > u64::from(u32::MAX)) {
-        return bad("shape", format!("entry {i} does not fit the descriptor's u32"));
+    if let Some((i, _)) = shape
+        .iter()
+        .chain(strides)
+        .enumerate()
+        .find(|(_, &x)| x > u64::from(u32::MAX))
+    {
+        return bad(
+            "shape",
+            format!("entry {i} does not fit the descriptor's u32"),
+        );
     }
-    if shape.iter().try_fold(1u64, |acc, &x| acc.checked_mul(x)).is_none() {
+    if shape
+        .iter()
+        .try_fold(1u64, |acc, &x| acc.checked_mul(x))
+        .is_none()
+    {
         return bad("shape", format!("{shape:?} overflows the element count"));
     }
     Ok(())
@@ -190,7 +256,12 @@ fn check_tensor_slot(a: &Slot, f: &dyn Fn(&str) -> String) -> Result<(), Bad> {
 fn check_contexts(d: &Dispatch) -> Result<(), Bad> {
     let bad = |f: &str, m: String| Err((f.to_string(), m));
     let kinds: Vec<(u32, ContextKind)> = d.context.iter().map(|c| (c.arg_index, c.kind)).collect();
-    if kinds != [(48, ContextKind::LocalContext), (49, ContextKind::GlobalContext)] {
+    if kinds
+        != [
+            (48, ContextKind::LocalContext),
+            (49, ContextKind::GlobalContext),
+        ]
+    {
         return bad(
             "context",
             format!("expected slots 48 local_context and 49 global_context, found {kinds:?}"),
@@ -210,7 +281,10 @@ fn check_contexts(d: &Dispatch) -> Result<(), Bad> {
     if gc.sub_block_id != Some(want_sub) {
         return bad(
             "context[1].sub_block_id",
-            format!("{:?} but subtask {} runs with sub_block_id {want_sub}", gc.sub_block_id, d.subtask),
+            format!(
+                "{:?} but subtask {} runs with sub_block_id {want_sub}",
+                gc.sub_block_id, d.subtask
+            ),
         );
     }
     Ok(())

@@ -3,9 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use simpler_format::files::{
-    TENSOR_DUMP_DIR, TENSOR_DUMP_JSON, UPSTREAM_DIR, UPSTREAM_JSON,
-};
+use simpler_format::files::{TENSOR_DUMP_DIR, TENSOR_DUMP_JSON, UPSTREAM_DIR, UPSTREAM_JSON};
 use simpler_format::{Error, ErrorKind};
 
 /// The tensor dump manifest for `path`: the file itself, or in a run

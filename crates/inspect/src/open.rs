@@ -64,7 +64,9 @@ pub fn check_bin_name(name: &str) -> Result<(), String> {
             simpler_format::quoted(&name)
         ));
     }
-    if p.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir)) {
+    if p.components()
+        .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
+    {
         return Err(format!(
             "{} leaves the dump folder (`..`); a dump names its payload inside its own folder",
             simpler_format::quoted(&name)
@@ -136,7 +138,9 @@ mod tests {
     fn names_stay_inside() {
         assert!(check_bin_name("tensor_dump.bin").is_ok());
         assert!(check_bin_name("sub/x.bin").is_ok());
-        assert!(check_bin_name("/etc/passwd").unwrap_err().contains("absolute"));
+        assert!(check_bin_name("/etc/passwd")
+            .unwrap_err()
+            .contains("absolute"));
         assert!(check_bin_name("../x.bin").unwrap_err().contains(".."));
         assert!(check_bin_name("a/../../x").is_err());
         assert!(check_bin_name("").is_err());

@@ -171,7 +171,10 @@ impl<'de> Visitor<'de> for Top<'_, '_, '_> {
                     ListAction::Stream { strict } => {
                         st.end.streamed = true;
                         st.strict = Some(strict);
-                        map.next_value_seed(List { st: &mut *st, strict })?;
+                        map.next_value_seed(List {
+                            st: &mut *st,
+                            strict,
+                        })?;
                         if st.end.stopped {
                             return Err(de::Error::custom(STOPPED));
                         }

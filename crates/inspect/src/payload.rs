@@ -67,7 +67,13 @@ impl Payload {
     /// # Errors
     /// The file ended early (it shrank since it was opened) or the read
     /// failed, naming the record and the file.
-    pub fn read_range(&self, r: &Record, from_byte: u64, len: usize, buf: &mut Vec<u8>) -> Result<(), Error> {
+    pub fn read_range(
+        &self,
+        r: &Record,
+        from_byte: u64,
+        len: usize,
+        buf: &mut Vec<u8>,
+    ) -> Result<(), Error> {
         buf.clear();
         if len == 0 {
             return Ok(());
@@ -78,7 +84,11 @@ impl Payload {
             Error::new(
                 &self.path,
                 ErrorKind::BinTooShort {
-                    len: self.file.as_ref().and_then(|f| f.metadata().ok()).map_or(0, |m| m.len()),
+                    len: self
+                        .file
+                        .as_ref()
+                        .and_then(|f| f.metadata().ok())
+                        .map_or(0, |m| m.len()),
                     index: r.index,
                     label: r.label(),
                     start,
@@ -105,7 +115,10 @@ impl Payload {
     pub fn read(&self, r: &Record) -> Result<Vec<u8>, Error> {
         let mut buf = Vec::new();
         let len = usize::try_from(r.bin_size).map_err(|_| {
-            Error::io(&self.path, std::io::Error::other("record larger than memory"))
+            Error::io(
+                &self.path,
+                std::io::Error::other("record larger than memory"),
+            )
         })?;
         self.read_range(r, 0, len, &mut buf)?;
         Ok(buf)

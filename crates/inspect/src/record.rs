@@ -77,7 +77,10 @@ impl Record {
     /// A tensor record without payload (dump level 3 records metadata for
     /// every argument but payload only for marked ones).
     pub fn is_metadata_only(&self) -> bool {
-        self.kind == Kind::Tensor && self.bin_size == 0 && self.expected_bytes() > 0 && !self.truncated
+        self.kind == Kind::Tensor
+            && self.bin_size == 0
+            && self.expected_bytes() > 0
+            && !self.truncated
     }
 
     /// Complete elements present in the payload.

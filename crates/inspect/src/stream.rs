@@ -49,7 +49,9 @@ pub struct DumpInfo {
 impl DumpInfo {
     /// The payload file name as the manifest gives it (`-` for none).
     pub fn bin_name(&self) -> String {
-        crate::header::bin_name(&self.header, self.layout).unwrap_or("-").to_string()
+        crate::header::bin_name(&self.header, self.layout)
+            .unwrap_or("-")
+            .to_string()
     }
 }
 
@@ -71,7 +73,9 @@ pub struct RecordStream {
 
 impl std::fmt::Debug for RecordStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RecordStream").field("manifest", &self.info.manifest).finish()
+        f.debug_struct("RecordStream")
+            .field("manifest", &self.info.manifest)
+            .finish()
     }
 }
 
@@ -92,7 +96,10 @@ impl RecordStream {
             .map_err(|e| Error::io(manifest, e))?;
         let info = match rx.recv() {
             Ok(Msg::Header(h)) => h,
-            _ => Err(Error::io(manifest, std::io::Error::other("manifest reader ended early"))),
+            _ => Err(Error::io(
+                manifest,
+                std::io::Error::other("manifest reader ended early"),
+            )),
         };
         let info = match info {
             Ok(i) => i,
@@ -198,7 +205,10 @@ impl Worker {
     }
 
     fn reader(&self) -> Result<BufReader<std::fs::File>, Error> {
-        Ok(BufReader::with_capacity(256 << 10, open_regular(&self.manifest)?))
+        Ok(BufReader::with_capacity(
+            256 << 10,
+            open_regular(&self.manifest)?,
+        ))
     }
 
     /// Both passes; `None` when the consumer went away.
@@ -263,7 +273,11 @@ impl Worker {
 
     /// Open the payload file and set up validation.
     fn start(&self, header: Header, layout: Layout) -> Result<(Streaming, Arc<DumpInfo>), Error> {
-        let dir = self.manifest.parent().map(Path::to_path_buf).unwrap_or_default();
+        let dir = self
+            .manifest
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
         let payload = match crate::header::bin_name(&header, layout) {
             Some(name) => {
                 let (path, f) = open_bin(&self.manifest, &dir, name)?;
@@ -304,7 +318,12 @@ impl Worker {
             return Ok(Flow::Continue);
         };
         let r = st.ctx.record(index, w)?;
-        if let Some(Pending::Overlap { index, label, range }) = st.checks.add(&r)? {
+        if let Some(Pending::Overlap {
+            index,
+            label,
+            range,
+        }) = st.checks.add(&r)?
+        {
             return Err(self.overlap(index, label, range));
         }
         st.batch.push(r);
@@ -337,7 +356,8 @@ impl Worker {
             Some(k) => Err(Error::header(
                 &self.manifest,
                 k.clone(),
-                "comes after the record list; a streaming reader needs it before the records".into(),
+                "comes after the record list; a streaming reader needs it before the records"
+                    .into(),
             )),
             None => Ok(()),
         }
@@ -345,7 +365,12 @@ impl Worker {
 
     /// The header was not complete before the record list: read the list
     /// again now that it is. `None` when the consumer went away.
-    fn second_pass(&self, header: Header, layout: Layout, sent: &mut bool) -> Result<Option<Streaming>, Error> {
+    fn second_pass(
+        &self,
+        header: Header,
+        layout: Layout,
+        sent: &mut bool,
+    ) -> Result<Option<Streaming>, Error> {
         let (st, info) = self.start(header, layout)?;
         *sent = true;
         if self.tx.send(Msg::Header(Ok(info))).is_err() {
@@ -363,16 +388,31 @@ impl Worker {
     /// found by reading the list again up to it.
     fn overlap(&self, index: usize, label: String, (s, e): (u64, u64)) -> Error {
         let mut first = None;
-        let mut on_list = |_: &str, _: &Map<String, Value>| Ok(ListAction::Stream { strict: false });
+        let mut on_list =
+            |_: &str, _: &Map<String, Value>| Ok(ListAction::Stream { strict: false });
         let mut on_record = |i: usize, w: simpler_format::tensor_dump::Record| {
             let (a, b) = (w.bin_offset, w.bin_offset.saturating_add(w.bin_size));
             if i < index && w.bin_size > 0 && a < e && s < b {
-                first = Some((i, format!("task {}, arg {}", simpler_core::TaskId(w.task_id.value), w.arg_index), (a, b)));
+                first = Some((
+                    i,
+                    format!(
+                        "task {}, arg {}",
+                        simpler_core::TaskId(w.task_id.value),
+                        w.arg_index
+                    ),
+                    (a, b),
+                ));
                 return Ok(Flow::Stop);
             }
-            Ok(if i >= index { Flow::Stop } else { Flow::Continue })
+            Ok(if i >= index {
+                Flow::Stop
+            } else {
+                Flow::Continue
+            })
         };
-        let scanned = self.reader().and_then(|r| pass(&self.manifest, r, &mut on_list, &mut on_record));
+        let scanned = self
+            .reader()
+            .and_then(|r| pass(&self.manifest, r, &mut on_list, &mut on_record));
         let (first, range) = match (scanned, first) {
             (Ok(_), Some((i, l, r))) => ((i, l), r),
             _ => ((index, "?".into()), (s, e)),
@@ -395,9 +435,15 @@ impl Worker {
     fn duplicates_unsorted(&self, layout: Layout) -> Result<(), Error> {
         let mut seen: HashMap<Key, (usize, String)> = HashMap::new();
         let mut found = None;
-        let mut on_list = |_: &str, _: &Map<String, Value>| Ok(ListAction::Stream { strict: false });
+        let mut on_list =
+            |_: &str, _: &Map<String, Value>| Ok(ListAction::Stream { strict: false });
         let mut on_record = |i: usize, w: simpler_format::tensor_dump::Record| {
-            let key = (simpler_core::TaskId(w.task_id.value), w.stage, w.arg_index, w.role);
+            let key = (
+                simpler_core::TaskId(w.task_id.value),
+                w.stage,
+                w.arg_index,
+                w.role,
+            );
             let label = format!("task {}, arg {}", key.0, w.arg_index);
             let repeats_ok = layout != Layout::Native && w.stage == Stage::BeforeDispatch;
             if let Some(first) = seen.get(&key) {

@@ -67,7 +67,10 @@ impl Context {
                 ),
                 None => bad(
                     "bin_size",
-                    format!("{} but the dump has no payload file (bin_file null)", w.bin_size),
+                    format!(
+                        "{} but the dump has no payload file (bin_file null)",
+                        w.bin_size
+                    ),
                 ),
             });
         }
@@ -104,7 +107,12 @@ impl Context {
         })
     }
 
-    fn hex(&self, h: &HexField, field: &str, bad: &dyn Fn(&str, String) -> Error) -> Result<(), Error> {
+    fn hex(
+        &self,
+        h: &HexField,
+        field: &str,
+        bad: &dyn Fn(&str, String) -> Error,
+    ) -> Result<(), Error> {
         if self.layout.is_strict() && !h.canonical {
             return Err(bad(
                 field,
@@ -125,8 +133,15 @@ impl Context {
             .map(|&i| u32::try_from(i))
             .collect::<Result<Vec<u32>, _>>()
             .map_err(|_| {
-                let unknown = if self.layout.is_strict() { "" } else { " ([-1] alone means unknown)" };
-                bad("func_id", format!("{ids:?}: expected func ids 0..=4294967295{unknown}"))
+                let unknown = if self.layout.is_strict() {
+                    ""
+                } else {
+                    " ([-1] alone means unknown)"
+                };
+                bad(
+                    "func_id",
+                    format!("{ids:?}: expected func ids 0..=4294967295{unknown}"),
+                )
             })
     }
 
@@ -135,7 +150,11 @@ impl Context {
         if w.shape.len() > MAX_DIMS {
             return Err(bad(
                 "shape",
-                format!("{} dimensions {:?}: at most {MAX_DIMS} are supported", w.shape.len(), w.shape),
+                format!(
+                    "{} dimensions {:?}: at most {MAX_DIMS} are supported",
+                    w.shape.len(),
+                    w.shape
+                ),
             ));
         }
         if w.kind == Kind::Tensor && w.strides.len() != w.shape.len() {
@@ -154,7 +173,12 @@ impl Context {
             .shape
             .iter()
             .try_fold(1u64, |acc, &d| acc.checked_mul(d))
-            .ok_or_else(|| bad("shape", format!("{:?}: the element count overflows 64 bits", w.shape)))?;
+            .ok_or_else(|| {
+                bad(
+                    "shape",
+                    format!("{:?}: the element count overflows 64 bits", w.shape),
+                )
+            })?;
         if w.numel != product {
             return Err(bad(
                 "numel",
@@ -164,12 +188,20 @@ impl Context {
         w.numel.checked_mul(w.dtype.size() as u64).ok_or_else(|| {
             bad(
                 "numel",
-                format!("{} elements of {}: the byte size overflows 64 bits", w.numel, w.dtype),
+                format!(
+                    "{} elements of {}: the byte size overflows 64 bits",
+                    w.numel, w.dtype
+                ),
             )
         })
     }
 
-    fn payload_size(&self, w: &Wire, expected: u64, bad: &dyn Fn(&str, String) -> Error) -> Result<(), Error> {
+    fn payload_size(
+        &self,
+        w: &Wire,
+        expected: u64,
+        bad: &dyn Fn(&str, String) -> Error,
+    ) -> Result<(), Error> {
         let dtype = w.dtype;
         if w.truncated {
             if w.bin_size > expected {
@@ -205,7 +237,10 @@ impl Context {
             ));
         }
         if w.kind == Kind::Scalar && w.bin_size != 0 {
-            return Err(bad("bin_size", format!("{}: a scalar record has no payload (0)", w.bin_size)));
+            return Err(bad(
+                "bin_size",
+                format!("{}: a scalar record has no payload (0)", w.bin_size),
+            ));
         }
         Ok(())
     }
@@ -237,16 +272,24 @@ impl Context {
             return Ok((None, None));
         }
         let Some(v) = &w.value else {
-            return Err(bad("value", "a scalar record needs `value` or `bits`; it has neither".into()));
+            return Err(bad(
+                "value",
+                "a scalar record needs `value` or `bits`; it has neither".into(),
+            ));
         };
         let derived = if self.layout.is_strict() {
-            v.native().and_then(|n| decode(n, w.dtype)).map(|b| (b, BitsOrigin::Exact))
+            v.native()
+                .and_then(|n| decode(n, w.dtype))
+                .map(|b| (b, BitsOrigin::Exact))
         } else {
             decode_upstream(v, w.dtype)
         };
         let (bits, origin) = derived.map_err(|m| {
             let shown = echo(&serde_json::to_string(v).unwrap_or_default());
-            bad("value", format!("{shown}: {m} (and no `bits` to fall back on)"))
+            bad(
+                "value",
+                format!("{shown}: {m} (and no `bits` to fall back on)"),
+            )
         })?;
         Ok((Some(bits), Some(origin)))
     }

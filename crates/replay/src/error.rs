@@ -2,7 +2,6 @@
 
 use std::path::PathBuf;
 
-
 use crate::ExportError;
 
 /// Everything that can stop an insight-trace replay. Each message names the

@@ -486,28 +486,40 @@ impl ReplaySpec {
     /// As for [`ReplaySpec::load`].
     pub fn parse(file: &str, text: &[u8]) -> Result<ReplaySpec, ReplayError> {
         use simpler_format::ErrorKind;
-        simpler_format::json::from_slice(std::path::Path::new(file), text).map_err(|e| match e.kind {
-            ErrorKind::Field {
-                path,
-                line,
-                column,
-                msg,
-            } => ReplayError::Spec {
-                file: file.into(),
-                field: if path == "." { "(top level)".into() } else { path },
-                msg: format!("{} (at line {line}, column {column})", simpler_format::tame(&msg)),
-            },
-            ErrorKind::TruncatedJson { line, column, msg } => ReplayError::SpecJson {
-                file: file.into(),
-                msg: format!(
-                    "truncated JSON: the file ends at line {line}, column {column} ({})",
-                    simpler_format::tame(&msg)
-                ),
-            },
-            _ => ReplayError::SpecJson {
-                file: file.into(),
-                msg: e.to_string().trim_start_matches(&format!("{file}: ")).to_string(),
-            },
+        simpler_format::json::from_slice(std::path::Path::new(file), text).map_err(|e| {
+            match e.kind {
+                ErrorKind::Field {
+                    path,
+                    line,
+                    column,
+                    msg,
+                } => ReplayError::Spec {
+                    file: file.into(),
+                    field: if path == "." {
+                        "(top level)".into()
+                    } else {
+                        path
+                    },
+                    msg: format!(
+                        "{} (at line {line}, column {column})",
+                        simpler_format::tame(&msg)
+                    ),
+                },
+                ErrorKind::TruncatedJson { line, column, msg } => ReplayError::SpecJson {
+                    file: file.into(),
+                    msg: format!(
+                        "truncated JSON: the file ends at line {line}, column {column} ({})",
+                        simpler_format::tame(&msg)
+                    ),
+                },
+                _ => ReplayError::SpecJson {
+                    file: file.into(),
+                    msg: e
+                        .to_string()
+                        .trim_start_matches(&format!("{file}: "))
+                        .to_string(),
+                },
+            }
         })
     }
 
@@ -1202,7 +1214,10 @@ fn both_nan(dtype: DType, a: u64, b: u64) -> bool {
 /// codec ([`simpler_format::scalar::decode`]); FP8/FP4 take raw bits only.
 fn number_bits(dtype: DType, n: Number) -> Result<u64, String> {
     if matches!(dtype, DType::Fp8E4M3Fn | DType::Fp8E8M0 | DType::Fp4E2M1) {
-        return Err(format!("{} values must be given as raw bits (0x…)", dtype.name()));
+        return Err(format!(
+            "{} values must be given as raw bits (0x…)",
+            dtype.name()
+        ));
     }
     let v = match n {
         Number::Int(i) => match (i64::try_from(i), u64::try_from(i)) {

@@ -20,8 +20,8 @@
 use std::{fmt::Write as _, path::Path};
 
 use serde::{Serialize, Serializer};
-use simpler_core::ArgRole;
 use simpler_core::decode::{element_f64 as decode_f64, format_element};
+use simpler_core::ArgRole;
 
 use crate::{
     replay::{load_source, Execution},

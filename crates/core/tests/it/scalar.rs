@@ -9,13 +9,21 @@ use simpler_core::{DType, Scalar};
 /// IEEE-style binary float with `e` exponent and `m` mantissa bits, bias
 /// 2^(e−1) − 1, the top exponent meaning inf/NaN when `ieee_special`.
 fn binary_float(bits: u64, e: u32, m: u32, ieee_special: bool) -> f64 {
-    let sign = if (bits >> (e + m)) & 1 == 1 { -1.0 } else { 1.0 };
+    let sign = if (bits >> (e + m)) & 1 == 1 {
+        -1.0
+    } else {
+        1.0
+    };
     let exp = ((bits >> m) & ((1 << e) - 1)) as i32;
     let man = (bits & ((1 << m) - 1)) as f64;
     let bias = (1 << (e - 1)) - 1;
     let top = (1 << e) - 1;
     if ieee_special && exp == top {
-        return if man == 0.0 { sign * f64::INFINITY } else { f64::NAN };
+        return if man == 0.0 {
+            sign * f64::INFINITY
+        } else {
+            f64::NAN
+        };
     }
     if exp == 0 {
         sign * man * 2f64.powi(1 - bias - m as i32)
@@ -35,8 +43,7 @@ fn independent(bits: u64, dtype: DType) -> f64 {
             ((bits & 0xffff) as i64 - if bits & 0x8000 != 0 { 1 << 16 } else { 0 }) as f64
         }
         DType::Int32 => {
-            ((bits & 0xffff_ffff) as i64 - if bits & 0x8000_0000 != 0 { 1 << 32 } else { 0 })
-                as f64
+            ((bits & 0xffff_ffff) as i64 - if bits & 0x8000_0000 != 0 { 1 << 32 } else { 0 }) as f64
         }
         DType::Int64 => (bits as i128 - if bits >> 63 == 1 { 1i128 << 64 } else { 0 }) as f64,
         DType::Uint8 => (bits & 0xff) as f64,
@@ -60,7 +67,10 @@ fn same(a: f64, b: f64) -> bool {
 fn check(bits: u64, dtype: DType) {
     let got = Scalar { bits, dtype }.as_f64();
     let want = independent(bits, dtype);
-    assert!(same(got, want), "{dtype} bits {bits:#x}: as_f64 {got}, expected {want}");
+    assert!(
+        same(got, want),
+        "{dtype} bits {bits:#x}: as_f64 {got}, expected {want}"
+    );
 }
 
 #[test]
@@ -72,7 +82,14 @@ fn float32() {
 
 #[test]
 fn float16() {
-    assert_eq!(Scalar { bits: 15360, dtype: DType::Float16 }.as_f64(), 1.0);
+    assert_eq!(
+        Scalar {
+            bits: 15360,
+            dtype: DType::Float16
+        }
+        .as_f64(),
+        1.0
+    );
     for bits in [0x3c00, 0xc000, 0x0001, 0x7bff, 0x7c00, 0xfc00, 0x7e00] {
         check(bits, DType::Float16);
     }
@@ -80,7 +97,14 @@ fn float16() {
 
 #[test]
 fn bfloat16() {
-    assert_eq!(Scalar { bits: 16256, dtype: DType::Bfloat16 }.as_f64(), 1.0);
+    assert_eq!(
+        Scalar {
+            bits: 16256,
+            dtype: DType::Bfloat16
+        }
+        .as_f64(),
+        1.0
+    );
     for bits in [0x3f80, 0xbf80, 0x0001, 0x7f7f, 0x7f80, 0x7fc0] {
         check(bits, DType::Bfloat16);
     }
@@ -88,15 +112,36 @@ fn bfloat16() {
 
 #[test]
 fn int8() {
-    assert_eq!(Scalar { bits: 0xff, dtype: DType::Int8 }.as_f64(), -1.0);
-    assert_eq!(Scalar { bits: 0xff, dtype: DType::Int8 }.as_i64(), -1);
+    assert_eq!(
+        Scalar {
+            bits: 0xff,
+            dtype: DType::Int8
+        }
+        .as_f64(),
+        -1.0
+    );
+    assert_eq!(
+        Scalar {
+            bits: 0xff,
+            dtype: DType::Int8
+        }
+        .as_i64(),
+        -1
+    );
     check(0x80, DType::Int8);
     check(0x7f, DType::Int8);
 }
 
 #[test]
 fn int16() {
-    assert_eq!(Scalar { bits: 0xffff, dtype: DType::Int16 }.as_i64(), -1);
+    assert_eq!(
+        Scalar {
+            bits: 0xffff,
+            dtype: DType::Int16
+        }
+        .as_i64(),
+        -1
+    );
     check(0x8000, DType::Int16);
 }
 

@@ -13,7 +13,11 @@ use simpler_format::ErrorKind;
 
 use crate::strategies::{args_dump, kernel_args, manifest};
 
-fn check_damaged<T: serde::de::DeserializeOwned>(text: &[u8], cut: usize, flip: Option<(usize, u8)>) {
+fn check_damaged<T: serde::de::DeserializeOwned>(
+    text: &[u8],
+    cut: usize,
+    flip: Option<(usize, u8)>,
+) {
     let mut t = text[..cut.min(text.len())].to_vec();
     if let Some((i, b)) = flip {
         if !t.is_empty() {
@@ -26,8 +30,12 @@ fn check_damaged<T: serde::de::DeserializeOwned>(text: &[u8], cut: usize, flip: 
         assert!(m.starts_with("f.json"), "{m}");
         if cut < text.len() && flip.is_none() {
             assert!(
-                matches!(e.kind, ErrorKind::TruncatedJson { .. } | ErrorKind::MalformedJson { .. }
-                    | ErrorKind::Field { .. }),
+                matches!(
+                    e.kind,
+                    ErrorKind::TruncatedJson { .. }
+                        | ErrorKind::MalformedJson { .. }
+                        | ErrorKind::Field { .. }
+                ),
                 "{m}"
             );
         }
@@ -72,18 +80,33 @@ fn args_dump_misspelling_and_strict_hex() {
     let good = r#"{"schema_version":1,"workload":"w","case":"c","total_args":1,"args":[
       {"arg_index":0,"kind":"scalar","dtype":"FLOAT32","value":0.25,"bits":"0x000000003e800000"}]}"#;
     from_slice::<ArgsDump>(Path::new("a.json"), good.as_bytes()).unwrap();
-    let e = from_slice::<ArgsDump>(Path::new("a.json"), good.replace("\"bits\"", "\"bitz\"").as_bytes())
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("field args[0].bitz") && e.contains("unknown field"), "{e}");
+    let e = from_slice::<ArgsDump>(
+        Path::new("a.json"),
+        good.replace("\"bits\"", "\"bitz\"").as_bytes(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("field args[0].bitz") && e.contains("unknown field"),
+        "{e}"
+    );
     let e = from_slice::<ArgsDump>(
         Path::new("a.json"),
         good.replace("0x000000003e800000", "0x3e800000").as_bytes(),
     )
     .unwrap_err()
     .to_string();
-    assert!(e.contains("field args[0].bits") && e.contains("exactly 16 hex digits"), "{e}");
+    assert!(
+        e.contains("field args[0].bits") && e.contains("exactly 16 hex digits"),
+        "{e}"
+    );
     let huge = good.replace("FLOAT32", &"X".repeat(10 << 20));
-    let e = from_slice::<ArgsDump>(Path::new("a.json"), huge.as_bytes()).unwrap_err().to_string();
-    assert!(e.len() < 400, "a 10 MB bad value is echoed cut: {} chars", e.len());
+    let e = from_slice::<ArgsDump>(Path::new("a.json"), huge.as_bytes())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.len() < 400,
+        "a 10 MB bad value is echoed cut: {} chars",
+        e.len()
+    );
 }

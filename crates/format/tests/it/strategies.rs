@@ -44,9 +44,22 @@ fn hexf() -> impl Strategy<Value = HexField> {
 }
 
 pub fn record() -> impl Strategy<Value = Record> {
-    let tensor = (hexf(), vec(0u32..3, 1..4), role(), stage(), 0u32..32, dtype())
+    let tensor = (
+        hexf(),
+        vec(0u32..3, 1..4),
+        role(),
+        stage(),
+        0u32..32,
+        dtype(),
+    )
         .prop_flat_map(|(t, f, r, s, a, d)| {
-            (vec(1u64..9, 0..6), any::<bool>(), hexf(), 0u64..1 << 40, any::<bool>())
+            (
+                vec(1u64..9, 0..6),
+                any::<bool>(),
+                hexf(),
+                0u64..1 << 40,
+                any::<bool>(),
+            )
                 .prop_map(move |(shape, contiguous, addr, off, trunc)| {
                     let mut strides = vec![1u64; shape.len()];
                     for i in (0..shape.len().saturating_sub(1)).rev() {
@@ -105,32 +118,54 @@ pub fn record() -> impl Strategy<Value = Record> {
 }
 
 fn unfinished() -> impl Strategy<Value = UnfinishedTask> {
-    (any::<u64>(), 0u64..4, prop_oneof![
-        Just(TaskState::Running),
-        Just(TaskState::Ready),
-        Just(TaskState::Waiting)
-    ])
+    (
+        any::<u64>(),
+        0u64..4,
+        prop_oneof![
+            Just(TaskState::Running),
+            Just(TaskState::Ready),
+            Just(TaskState::Waiting)
+        ],
+    )
         .prop_map(|(t, done, state)| UnfinishedTask {
             task_id: Hex64(t),
             func_id: vec![1, 2],
             state,
-            cores: if state == TaskState::Running { vec![8, 9] } else { vec![] },
+            cores: if state == TaskState::Running {
+                vec![8, 9]
+            } else {
+                vec![]
+            },
             running_for_ms: (state == TaskState::Running).then_some(12.5),
             blocks_done: done,
             block_num: 4,
-            waiting_on: if state == TaskState::Waiting { vec![Hex64(t ^ 1)] } else { vec![] },
+            waiting_on: if state == TaskState::Waiting {
+                vec![Hex64(t ^ 1)]
+            } else {
+                vec![]
+            },
         })
 }
 
 pub fn manifest() -> impl Strategy<Value = Manifest> {
-    (vec(record(), 0..12), any::<bool>(), vec(unfinished(), 0..3), 0u64..3).prop_map(
-        |(records, complete, unfinished, races)| {
-            let count = |f: &dyn Fn(&Record) -> bool| records.iter().filter(|r| f(r)).count() as u64;
+    (
+        vec(record(), 0..12),
+        any::<bool>(),
+        vec(unfinished(), 0..3),
+        0u64..3,
+    )
+        .prop_map(|(records, complete, unfinished, races)| {
+            let count =
+                |f: &dyn Fn(&Record) -> bool| records.iter().filter(|r| f(r)).count() as u64;
             Manifest {
                 header: Header {
                     schema_version: Some(1),
                     run_dir: "tensor_dump".into(),
-                    status: Some(if complete { Status::Complete } else { Status::Incomplete }),
+                    status: Some(if complete {
+                        Status::Complete
+                    } else {
+                        Status::Incomplete
+                    }),
                     reason: (!complete).then(|| "interrupted by SIGINT".into()),
                     bin_file: Some(Some("tensor_dump.bin".into())),
                     bin_format: BinFormat::default(),
@@ -159,14 +194,16 @@ pub fn manifest() -> impl Strategy<Value = Manifest> {
                 },
                 tensors: records,
             }
-        },
-    )
+        })
 }
 
 /// An upstream record as the upstream writer would write it.
 pub fn upstream_record() -> impl Strategy<Value = ArgsRecord> {
-    (record(), prop_oneof![Just(vec![-1i64]), Just(vec![0]), Just(vec![0, 1, 2])]).prop_map(
-        |(r, func_id)| ArgsRecord {
+    (
+        record(),
+        prop_oneof![Just(vec![-1i64]), Just(vec![0]), Just(vec![0, 1, 2])],
+    )
+        .prop_map(|(r, func_id)| ArgsRecord {
             task_id: Hex64(r.task_id.value),
             func_id,
             arg_index: r.arg_index,
@@ -187,8 +224,7 @@ pub fn upstream_record() -> impl Strategy<Value = ArgsRecord> {
             overwritten: r.overwritten,
             bits: None,
             addr: None,
-        },
-    )
+        })
 }
 
 pub fn upstream_file() -> impl Strategy<Value = ArgsDumpFile> {
@@ -214,21 +250,22 @@ pub fn upstream_file() -> impl Strategy<Value = ArgsDumpFile> {
 }
 
 fn orch_arg(i: u32) -> impl Strategy<Value = OrchArg> {
-    let tensor = (dtype(), role(), vec(1u64..9, 1..4), any::<u64>()).prop_map(
-        move |(d, r, shape, addr)| OrchArg {
-            arg_index: i,
-            kind: Kind::Tensor,
-            role: Some(r),
-            dtype: d,
-            strides: Some(vec![1; shape.len()]),
-            nbytes: Some(shape.iter().product::<u64>() * d.size() as u64),
-            shape: Some(shape),
-            start_offset: Some(0),
-            addr: Some(Hex64(addr)),
-            value: None,
-            bits: None,
-        },
-    );
+    let tensor =
+        (dtype(), role(), vec(1u64..9, 1..4), any::<u64>()).prop_map(move |(d, r, shape, addr)| {
+            OrchArg {
+                arg_index: i,
+                kind: Kind::Tensor,
+                role: Some(r),
+                dtype: d,
+                strides: Some(vec![1; shape.len()]),
+                nbytes: Some(shape.iter().product::<u64>() * d.size() as u64),
+                shape: Some(shape),
+                start_offset: Some(0),
+                addr: Some(Hex64(addr)),
+                value: None,
+                bits: None,
+            }
+        });
     let scalar = dtype().prop_flat_map(move |d| {
         slot_bits(d).prop_map(move |b| OrchArg {
             arg_index: i,

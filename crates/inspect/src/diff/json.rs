@@ -12,9 +12,26 @@ impl DiffReport {
     /// [`DiffReport::write_json`] for every pair of a spilled report).
     pub fn to_json(&self) -> serde_json::Value {
         let mut doc = self.json_head();
-        doc.insert("pairs".into(), self.pairs.iter().map(pair_json).collect::<Vec<_>>().into());
-        doc.insert("only_in_a".into(), self.only_in_a.iter().map(unpaired_json).collect::<Vec<_>>().into());
-        doc.insert("only_in_b".into(), self.only_in_b.iter().map(unpaired_json).collect::<Vec<_>>().into());
+        doc.insert(
+            "pairs".into(),
+            self.pairs.iter().map(pair_json).collect::<Vec<_>>().into(),
+        );
+        doc.insert(
+            "only_in_a".into(),
+            self.only_in_a
+                .iter()
+                .map(unpaired_json)
+                .collect::<Vec<_>>()
+                .into(),
+        );
+        doc.insert(
+            "only_in_b".into(),
+            self.only_in_b
+                .iter()
+                .map(unpaired_json)
+                .collect::<Vec<_>>()
+                .into(),
+        );
         serde_json::Value::Object(doc)
     }
 
@@ -27,7 +44,16 @@ impl DiffReport {
         let head = self.json_head();
         writeln!(w, "{{")?;
         for key in [
-            "schema_version", "a", "b", "match", "rtol", "atol", "passed", "summary", "first_difference", "notes",
+            "schema_version",
+            "a",
+            "b",
+            "match",
+            "rtol",
+            "atol",
+            "passed",
+            "summary",
+            "first_difference",
+            "notes",
         ] {
             let v = serde_json::to_string(&head[key]).map_err(std::io::Error::other)?;
             writeln!(w, "  \"{key}\": {v},")?;
@@ -57,7 +83,10 @@ impl DiffReport {
                         _ => self.only_in_b.iter().map(unpaired_json).collect(),
                     };
                     for v in lines {
-                        item(w, &serde_json::to_string(&v).map_err(std::io::Error::other)?)?;
+                        item(
+                            w,
+                            &serde_json::to_string(&v).map_err(std::io::Error::other)?,
+                        )?;
                     }
                 }
             }
@@ -100,7 +129,6 @@ impl DiffReport {
         m
     }
 }
-
 
 /// f64 for JSON: a number when finite, else `"nan"`, `"inf"`, `"-inf"`.
 fn num(x: f64) -> serde_json::Value {
@@ -163,4 +191,3 @@ pub(crate) fn unpaired_json(u: &Unpaired) -> serde_json::Value {
         "record": u.record,
     })
 }
-

@@ -26,7 +26,11 @@ pub(crate) fn elem_err(x: f64, y: f64, exact_abs: Option<f64>, o: &DiffOptions) 
     if x.is_nan() || y.is_nan() {
         let both = x.is_nan() && y.is_nan();
         let e = if both { 0.0 } else { f64::INFINITY };
-        return ElemErr { abs: e, rel: e, ok: both };
+        return ElemErr {
+            abs: e,
+            rel: e,
+            ok: both,
+        };
     }
     let abs = match exact_abs {
         Some(d) => d,
@@ -35,10 +39,18 @@ pub(crate) fn elem_err(x: f64, y: f64, exact_abs: Option<f64>, o: &DiffOptions) 
         None => (x - y).abs(),
     };
     if abs == 0.0 {
-        return ElemErr { abs, rel: 0.0, ok: true };
+        return ElemErr {
+            abs,
+            rel: 0.0,
+            ok: true,
+        };
     }
     let denom = y.abs().max(o.atol);
-    let rel = if denom > 0.0 { abs / denom } else { f64::INFINITY };
+    let rel = if denom > 0.0 {
+        abs / denom
+    } else {
+        f64::INFINITY
+    };
     ElemErr {
         abs,
         rel,
@@ -53,8 +65,14 @@ pub(crate) fn exact_int_diff(pa: &[u8], pb: &[u8], dtype: DType, i: usize) -> Op
     let get = |p: &[u8]| -> Option<[u8; 8]> { p.get(i * 8..i * 8 + 8)?.try_into().ok() };
     let (x, y) = (get(pa)?, get(pb)?);
     let (x, y) = match dtype {
-        DType::Int64 => (i128::from(i64::from_le_bytes(x)), i128::from(i64::from_le_bytes(y))),
-        DType::Uint64 => (i128::from(u64::from_le_bytes(x)), i128::from(u64::from_le_bytes(y))),
+        DType::Int64 => (
+            i128::from(i64::from_le_bytes(x)),
+            i128::from(i64::from_le_bytes(y)),
+        ),
+        DType::Uint64 => (
+            i128::from(u64::from_le_bytes(x)),
+            i128::from(u64::from_le_bytes(y)),
+        ),
         _ => return None,
     };
     Some((x - y).unsigned_abs() as f64)
@@ -71,7 +89,15 @@ struct Acc {
 
 impl Acc {
     /// One chunk: `pa`, `pb` hold elements from flat index `base`.
-    fn chunk(&mut self, p: &mut PairResult, pa: &[u8], pb: &[u8], dtype: DType, base: u64, o: &DiffOptions) {
+    fn chunk(
+        &mut self,
+        p: &mut PairResult,
+        pa: &[u8],
+        pb: &[u8],
+        dtype: DType,
+        base: u64,
+        o: &DiffOptions,
+    ) {
         let size = dtype.size();
         let n = (pa.len() / size).min(pb.len() / size);
         let int64 = matches!(dtype, DType::Int64 | DType::Uint64);
@@ -96,7 +122,11 @@ impl Acc {
             if p.first_diff.is_none() {
                 p.first_diff = Some(elem(i, x, y));
             }
-            let exact = if int64 { exact_int_diff(pa, pb, dtype, i) } else { None };
+            let exact = if int64 {
+                exact_int_diff(pa, pb, dtype, i)
+            } else {
+                None
+            };
             let e = elem_err(x, y, exact, o);
             if x.is_finite() && y.is_finite() {
                 self.dot += x * y;
@@ -121,7 +151,11 @@ impl Acc {
             // Identical vectors give exactly 1 (sqrt(na·nb) = na then).
             (true, true) => {
                 let norm = (self.na * self.nb).sqrt();
-                let norm = if norm.is_finite() { norm } else { self.na.sqrt() * self.nb.sqrt() };
+                let norm = if norm.is_finite() {
+                    norm
+                } else {
+                    self.na.sqrt() * self.nb.sqrt()
+                };
                 (self.dot / norm).clamp(-1.0, 1.0)
             }
             _ => 0.0,
@@ -182,7 +216,10 @@ pub(crate) fn compare(
         return Ok(fail(p, format!("kind: {} in A, {} in B", ra.kind, rb.kind)));
     }
     if ra.dtype != rb.dtype {
-        return Ok(fail(p, format!("dtype: {} in A, {} in B", ra.dtype, rb.dtype)));
+        return Ok(fail(
+            p,
+            format!("dtype: {} in A, {} in B", ra.dtype, rb.dtype),
+        ));
     }
     if ra.shape != rb.shape {
         return Ok(fail(
@@ -194,24 +231,33 @@ pub(crate) fn compare(
     if ra.kind == Kind::Scalar {
         // Validated by the reader: every scalar has bits.
         let w = ra.dtype.size().min(8);
-        let (a, b) = (ra.bits.unwrap_or_default().to_le_bytes(), rb.bits.unwrap_or_default().to_le_bytes());
+        let (a, b) = (
+            ra.bits.unwrap_or_default().to_le_bytes(),
+            rb.bits.unwrap_or_default().to_le_bytes(),
+        );
         acc.chunk(&mut p, &a[..w], &b[..w], ra.dtype, 0, o);
         p.bit_equal = Some(ra.bits == rb.bits);
     } else {
         match (ra.is_metadata_only(), rb.is_metadata_only()) {
             (true, true) => {
                 p.passed = true;
-                p.reason = Some("metadata only on both sides (dump level 3): no payload to compare".into());
+                p.reason = Some(
+                    "metadata only on both sides (dump level 3): no payload to compare".into(),
+                );
                 return Ok(p);
             }
             (true, false) | (false, true) => {
                 let side = if ra.is_metadata_only() { "A" } else { "B" };
-                return Ok(fail(p, format!("{side} has no payload (metadata-only record, dump level 3)")));
+                return Ok(fail(
+                    p,
+                    format!("{side} has no payload (metadata-only record, dump level 3)"),
+                ));
             }
             (false, false) => {}
         }
         compare_payloads(&mut p, &mut acc, (pa, ra), (pb, rb), o)?;
-        p.bit_equal = Some(!acc.bits_differ && ra.bin_size == rb.bin_size && !ra.truncated && !rb.truncated);
+        p.bit_equal =
+            Some(!acc.bits_differ && ra.bin_size == rb.bin_size && !ra.truncated && !rb.truncated);
     }
     p.cosine = Some(acc.cosine());
     Ok(verdict(p, ra, rb))
@@ -250,7 +296,10 @@ fn verdict(mut p: PairResult, ra: &Record, rb: &Record) -> PairResult {
     }
     for (side, r) in [("A", ra), ("B", rb)] {
         if r.overwritten {
-            return fail(p, format!("the payload of {side} was overwritten (drop policy): values unreliable"));
+            return fail(
+                p,
+                format!("the payload of {side} was overwritten (drop policy): values unreliable"),
+            );
         }
         if r.truncated {
             let why = format!(

@@ -272,10 +272,18 @@ mod tests {
     fn int64_differences_are_exact() {
         let a = (1i64 << 60).to_le_bytes();
         let b = ((1i64 << 60) + 1).to_le_bytes();
-        assert_eq!(element_f64(&a, DType::Int64, 0), element_f64(&b, DType::Int64, 0));
+        assert_eq!(
+            element_f64(&a, DType::Int64, 0),
+            element_f64(&b, DType::Int64, 0)
+        );
         assert_eq!(exact_int_diff(&a, &b, DType::Int64, 0), Some(1.0));
         assert_eq!(
-            exact_int_diff(&u64::MAX.to_le_bytes(), &0u64.to_le_bytes(), DType::Uint64, 0),
+            exact_int_diff(
+                &u64::MAX.to_le_bytes(),
+                &0u64.to_le_bytes(),
+                DType::Uint64,
+                0
+            ),
             Some(u64::MAX as f64)
         );
     }

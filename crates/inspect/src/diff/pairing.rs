@@ -100,7 +100,9 @@ impl<I: Iterator<Item = Result<Record, Error>>> Groups<I> {
         self.last = Some(key);
         let mut group = vec![first];
         while let Some(Ok(r)) = self.it.peek() {
-            if (r.task_id, r.stage, r.arg_index) != (group[0].task_id, group[0].stage, group[0].arg_index) {
+            if (r.task_id, r.stage, r.arg_index)
+                != (group[0].task_id, group[0].stage, group[0].arg_index)
+            {
                 break;
             }
             group.extend(self.it.next().transpose().map_err(read)?);
@@ -233,7 +235,12 @@ pub fn diff(a: &Dump, b: &Dump, options: &DiffOptions) -> Result<DiffReport, Dif
     Ok(report)
 }
 
-fn merge_in_memory(a: &Dump, b: &Dump, o: &DiffOptions, report: &mut DiffReport) -> Result<(), DiffFailure> {
+fn merge_in_memory(
+    a: &Dump,
+    b: &Dump,
+    o: &DiffOptions,
+    report: &mut DiffReport,
+) -> Result<(), DiffFailure> {
     let sorted = |d: &Dump| {
         let mut v: Vec<Record> = d.records().to_vec();
         v.sort_by_key(|r| (r.task_id, r.stage, r.arg_index, r.role, r.index));
@@ -241,7 +248,15 @@ fn merge_in_memory(a: &Dump, b: &Dump, o: &DiffOptions, report: &mut DiffReport)
     };
     let (va, vb) = (sorted(a), sorted(b));
     let it = |v: Vec<Record>| v.into_iter().map(Ok);
-    merge(it(va), &a.info().payload, it(vb), &b.info().payload, o, report).map_err(DiffFailure::from)
+    merge(
+        it(va),
+        &a.info().payload,
+        it(vb),
+        &b.info().payload,
+        o,
+        report,
+    )
+    .map_err(DiffFailure::from)
 }
 
 /// Compare the dumps at two paths, streaming both: memory holds one key
@@ -251,19 +266,28 @@ fn merge_in_memory(a: &Dump, b: &Dump, o: &DiffOptions, report: &mut DiffReport)
 /// # Errors
 /// Unusable options, a dump that cannot be read (the message names the
 /// file), or a spill file that cannot be written.
-pub fn diff_paths(a: &Path, b: &Path, options: &DiffOptions, keep: Keep) -> Result<DiffReport, DiffFailure> {
+pub fn diff_paths(
+    a: &Path,
+    b: &Path,
+    options: &DiffOptions,
+    keep: Keep,
+) -> Result<DiffReport, DiffFailure> {
     options.validate()?;
     let open = |p: &Path| -> Result<RecordStream, Error> {
         RecordStream::open_manifest(&crate::locate::resolve_manifest(p)?)
     };
     let (sa, sb) = (open(a).map_err(side("A"))?, open(b).map_err(side("B"))?);
-    let (ia, ib): (std::sync::Arc<DumpInfo>, std::sync::Arc<DumpInfo>) = (sa.info().clone(), sb.info().clone());
+    let (ia, ib): (std::sync::Arc<DumpInfo>, std::sync::Arc<DumpInfo>) =
+        (sa.info().clone(), sb.info().clone());
     let mut report = DiffReport::new(&ia, &ib, *options, keep.clone())?;
     match merge(sa, &ia.payload, sb, &ib.payload, options, &mut report) {
         Ok(()) => {}
         Err(Stop::Unsorted(which)) => {
             // Not written by a writer that sorts: pair in memory.
-            let (da, db) = (Dump::open(a).map_err(side("A"))?, Dump::open(b).map_err(side("B"))?);
+            let (da, db) = (
+                Dump::open(a).map_err(side("A"))?,
+                Dump::open(b).map_err(side("B"))?,
+            );
             report = DiffReport::new(da.info(), db.info(), *options, keep)?;
             report.notes.push(format!(
                 "{which}'s records are not sorted by (task_id, stage, arg_index): paired in memory"

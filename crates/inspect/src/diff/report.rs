@@ -96,7 +96,8 @@ fn dump_notes(side: &str, d: &DumpInfo) -> Vec<String> {
             h.reason.as_deref().unwrap_or("no reason recorded")
         ));
     }
-    let (dropped, truncated, overwritten) = (h.dropped_records, h.truncated_tensors, h.dropped_overwrite);
+    let (dropped, truncated, overwritten) =
+        (h.dropped_records, h.truncated_tensors, h.dropped_overwrite);
     if dropped + truncated + overwritten > 0 {
         notes.push(format!(
             "{side} lost data under the drop policy: {dropped} records dropped, {truncated} truncated, {overwritten} overwritten"
@@ -115,11 +116,19 @@ impl DiffReport {
     ///
     /// # Errors
     /// [`Keep::Spill`]: the temporary files cannot be created.
-    pub fn new(a: &DumpInfo, b: &DumpInfo, options: DiffOptions, keep: Keep) -> std::io::Result<DiffReport> {
+    pub fn new(
+        a: &DumpInfo,
+        b: &DumpInfo,
+        options: DiffOptions,
+        keep: Keep,
+    ) -> std::io::Result<DiffReport> {
         let spill = match keep {
             Keep::Spill => {
-                let f = || tempfile::tempfile().map(|f| std::io::BufWriter::with_capacity(1 << 16, f));
-                Some(Spill { lists: [f()?, f()?, f()?] })
+                let f =
+                    || tempfile::tempfile().map(|f| std::io::BufWriter::with_capacity(1 << 16, f));
+                Some(Spill {
+                    lists: [f()?, f()?, f()?],
+                })
             }
             _ => None,
         };
@@ -177,9 +186,17 @@ impl DiffReport {
             }
         }
         self.spill(0, || super::json::pair_json(&p))?;
-        let kept = if p.passed { self.kept_passing } else { self.kept_failing };
+        let kept = if p.passed {
+            self.kept_passing
+        } else {
+            self.kept_failing
+        };
         if self.room(kept, p.passed) {
-            *(if p.passed { &mut self.kept_passing } else { &mut self.kept_failing }) += 1;
+            *(if p.passed {
+                &mut self.kept_passing
+            } else {
+                &mut self.kept_failing
+            }) += 1;
             self.pairs.push(p);
         }
         Ok(())
@@ -247,7 +264,9 @@ impl DiffReport {
     pub fn first_difference(&self) -> Option<Difference> {
         let key = |d: &Difference| match d {
             Difference::Pair(p) => (p.order, p.stage, p.arg_index, p.role),
-            Difference::OnlyInA(u) | Difference::OnlyInB(u) => (u.order, u.stage, u.arg_index, u.role),
+            Difference::OnlyInA(u) | Difference::OnlyInB(u) => {
+                (u.order, u.stage, u.arg_index, u.role)
+            }
         };
         self.first
             .iter()
@@ -281,7 +300,6 @@ impl DiffReport {
             Difference::OnlyInB(u) => unpaired_line(&u, "B"),
         })
     }
-
 
     /// The human-readable report: header, summary line, first difference,
     /// notes, the failing pairs (all pairs with `all`), then the unpaired
@@ -333,7 +351,10 @@ impl DiffReport {
                 more(&mut s, sum.passed, cap(passing.len()), "passing pairs");
             }
         }
-        for (side, list, total) in [("A", &self.only_in_a, sum.only_in_a), ("B", &self.only_in_b, sum.only_in_b)] {
+        for (side, list, total) in [
+            ("A", &self.only_in_a, sum.only_in_a),
+            ("B", &self.only_in_b, sum.only_in_b),
+        ] {
             if total == 0 {
                 continue;
             }
@@ -380,7 +401,11 @@ impl DiffReport {
             let shape = if p.shape_a == p.shape_b {
                 crate::view::fmt_shape(&p.shape_a)
             } else {
-                format!("{}/{}", crate::view::fmt_shape(&p.shape_a), crate::view::fmt_shape(&p.shape_b))
+                format!(
+                    "{}/{}",
+                    crate::view::fmt_shape(&p.shape_a),
+                    crate::view::fmt_shape(&p.shape_b)
+                )
             };
             let compared = p.bit_equal.is_some();
             rows.push(vec![
@@ -420,7 +445,6 @@ impl DiffReport {
         }
         align(&rows, &[3, 7])
     }
-
 }
 
 fn unpaired_line(u: &Unpaired, side: &str) -> String {
@@ -554,4 +578,3 @@ fn align(rows: &[Vec<String>], right: &[usize]) -> String {
     }
     s
 }
-

@@ -70,7 +70,13 @@ pub struct TxtOptions {
 
 /// `task0x0000000200000003_before_dispatch_arg2_input.<ext>`.
 pub fn export_file_name(r: &Record, ext: &str) -> String {
-    format!("task{}_{}_arg{}_{}.{ext}", r.task_id, r.stage, r.arg_index, r.role.name())
+    format!(
+        "task{}_{}_arg{}_{}.{ext}",
+        r.task_id,
+        r.stage,
+        r.arg_index,
+        r.role.name()
+    )
 }
 
 /// Why an export failed: reading the dump or writing the file.
@@ -105,7 +111,11 @@ impl Exporter {
     ///
     /// # Errors
     /// The folder cannot be created.
-    pub fn new(out_dir: &Path, format: ExportFormat, txt: TxtOptions) -> Result<Exporter, ExportError> {
+    pub fn new(
+        out_dir: &Path,
+        format: ExportFormat,
+        txt: TxtOptions,
+    ) -> Result<Exporter, ExportError> {
         std::fs::create_dir_all(out_dir).map_err(|error| ExportError::Write {
             path: out_dir.to_path_buf(),
             error,
@@ -126,7 +136,11 @@ impl Exporter {
         let ext = self.format.ext();
         let base = export_file_name(r, ext);
         let name = if self.last_name.as_deref() == Some(base.as_str()) {
-            format!("{}_rec{}.{ext}", base.trim_end_matches(&format!(".{ext}")), r.index)
+            format!(
+                "{}_rec{}.{ext}",
+                base.trim_end_matches(&format!(".{ext}")),
+                r.index
+            )
         } else {
             base.clone()
         };
@@ -154,7 +168,10 @@ pub fn export_records(
     txt: TxtOptions,
 ) -> Result<Vec<(usize, ExportOutcome)>, ExportError> {
     let mut e = Exporter::new(out_dir, format, txt)?;
-    records.iter().map(|r| Ok((r.index, e.export(info, r)?))).collect()
+    records
+        .iter()
+        .map(|r| Ok((r.index, e.export(info, r)?)))
+        .collect()
 }
 
 /// A short note on how a dtype is exported to `.npy`, if it is not exported

@@ -134,7 +134,9 @@ pub fn render_txt(info: &DumpInfo, r: &Record, bytes: &[u8], opts: TxtOptions) -
             .map_or_else(|| "not recorded".to_string(), |b| format!("0x{b:016x}"));
         let derived = match r.bits_origin {
             Some(BitsOrigin::Exact) => " (derived from the exact value)",
-            Some(BitsOrigin::Rounded) => " (derived from a rounded value: not necessarily the kernel's bits)",
+            Some(BitsOrigin::Rounded) => {
+                " (derived from a rounded value: not necessarily the kernel's bits)"
+            }
             _ => "",
         };
         let _ = writeln!(s, "bits: {bits}{derived}");

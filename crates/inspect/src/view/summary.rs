@@ -22,7 +22,9 @@ pub fn summary(info: &DumpInfo) -> String {
     };
     let _ = writeln!(out, "dump {}  [{format}]", info.manifest.display());
     let status = h.status.map_or("not recorded", Status::name);
-    let level = h.dump_level.map_or_else(|| "not recorded".to_string(), |l| l.to_string());
+    let level = h
+        .dump_level
+        .map_or_else(|| "not recorded".to_string(), |l| l.to_string());
     let policy = h.dump_policy.as_deref().unwrap_or("not recorded");
     let hang = if h.hang_snapshot > 0 {
         format!(", {} hang_snapshot", h.hang_snapshot)
@@ -33,7 +35,9 @@ pub fn summary(info: &DumpInfo) -> String {
         Layout::Native => format!("{} input", h.input_tensors),
         _ => format!("{} input (scalars may be counted too)", h.input_tensors),
     };
-    let scalars = h.scalar_args.map_or_else(|| "? scalars".to_string(), |s| format!("{s} scalars"));
+    let scalars = h
+        .scalar_args
+        .map_or_else(|| "? scalars".to_string(), |s| format!("{s} scalars"));
     let _ = writeln!(
         out,
         "status {status} | dump level {level} | policy {policy}\n{} records: {} before_dispatch, {} after_completion{hang} | tensors: {inputs}, {} output, {} inout | {scalars} | payload {} bytes in {}",
@@ -45,7 +49,8 @@ pub fn summary(info: &DumpInfo) -> String {
         info.payload.len(),
         info.bin_name(),
     );
-    let (dropped, truncated, overwritten) = (h.dropped_records, h.truncated_tensors, h.dropped_overwrite);
+    let (dropped, truncated, overwritten) =
+        (h.dropped_records, h.truncated_tensors, h.dropped_overwrite);
     if dropped + truncated + overwritten > 0 {
         let _ = writeln!(
             out,
@@ -61,7 +66,11 @@ pub fn summary(info: &DumpInfo) -> String {
         let reason = h.reason.as_deref().unwrap_or("no reason recorded");
         let _ = writeln!(out, "INCOMPLETE: the run ended abnormally: {reason}");
         if let Some(u) = &h.unfinished_tasks {
-            let _ = writeln!(out, "{} tasks unfinished when it stopped (unfinished_tasks in the manifest)", u.len());
+            let _ = writeln!(
+                out,
+                "{} tasks unfinished when it stopped (unfinished_tasks in the manifest)",
+                u.len()
+            );
         }
     }
     out

@@ -87,7 +87,9 @@ pub fn preview(payload: &Payload, r: &Record, n: usize) -> Result<String, Error>
         let shown = avail.min(n);
         let mut bytes = Vec::new();
         payload.read_range(r, 0, shown * r.dtype.size(), &mut bytes)?;
-        let vals: Vec<String> = (0..shown).map(|i| format_element(&bytes, r.dtype, i)).collect();
+        let vals: Vec<String> = (0..shown)
+            .map(|i| format_element(&bytes, r.dtype, i))
+            .collect();
         let mut s = vals.join(" ");
         if (shown as u64) < r.numel {
             s.push_str(" …");
@@ -95,7 +97,12 @@ pub fn preview(payload: &Payload, r: &Record, n: usize) -> Result<String, Error>
         s
     };
     if r.truncated {
-        let _ = write!(s, "  [TRUNCATED: {} of {} bytes]", r.bin_size, r.expected_bytes());
+        let _ = write!(
+            s,
+            "  [TRUNCATED: {} of {} bytes]",
+            r.bin_size,
+            r.expected_bytes()
+        );
     }
     if r.overwritten {
         s.push_str("  [OVERWRITTEN: payload unreliable]");

@@ -7,13 +7,12 @@
 
 use crate::common;
 
-
 use std::path::{Path, PathBuf};
 
+use crate::common::{Manifest, RecordJson, ScalarValue};
 use common::{build, f32_bytes, scalar, tensor};
 use simpler_core::{ArgRole, TaskId};
 use simpler_inspect::diff::{diff, DiffOptions, DiffReport, Difference, MatchMode};
-use crate::common::{Manifest, RecordJson, ScalarValue};
 use simpler_inspect::{Dump, Stage};
 
 const T0: u64 = 0x0000_0002_0000_0000;
@@ -581,4 +580,3 @@ fn json_report_parses_with_summary_and_every_pair() {
     assert!(text.contains("\n  \"only_in_b\": []\n}"), "{text}");
     assert_eq!(text.lines().filter(|l| l.starts_with("    {")).count(), 2);
 }
-

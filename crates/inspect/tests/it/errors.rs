@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 use simpler_inspect::{Dump, Error as ReadError, ErrorKind};
 
-
 /// Copy the reference vector dump into a temp dir, let `f` edit the
 /// manifest as JSON, and open it.
 fn mutated(f: impl FnOnce(&mut Value)) -> (tempfile::TempDir, PathBuf, Result<Dump, ReadError>) {
@@ -52,7 +51,10 @@ fn missing_path_dir_manifest_and_bin() {
     let gone = tmp.path().join("no_such_run");
     let e = Dump::open(&gone).unwrap_err();
     assert!(matches!(e.kind, ErrorKind::PathMissing));
-    assert_eq!(e.to_string(), format!("dump path {} does not exist", gone.display()));
+    assert_eq!(
+        e.to_string(),
+        format!("dump path {} does not exist", gone.display())
+    );
 
     let e = Dump::open(tmp.path()).unwrap_err().to_string();
     assert!(
@@ -294,21 +296,33 @@ fn header_shape_errors() {
         "{e}"
     );
     let (e, _, _) = err_of(|v| v["tensors"] = json!({"a": 1}));
-    assert!(e.contains("field tensors at line") && e.contains("invalid type: map"), "{e}");
+    assert!(
+        e.contains("field tensors at line") && e.contains("invalid type: map"),
+        "{e}"
+    );
     // [-1] is the upstream runtime's "func ids unknown".
     let (_t, _m, r) = mutated(|v| rec(v, 2)["func_id"] = json!([-1]));
     assert!(r.unwrap().records()[2].func_ids.is_empty());
     let (e, _, _) = err_of(|v| rec(v, 2)["func_id"] = json!([-2]));
-    assert!(e.contains("record 2 (task 0x0000000000000000, arg 2): field func_id: [-2]"), "{e}");
+    assert!(
+        e.contains("record 2 (task 0x0000000000000000, arg 2): field func_id: [-2]"),
+        "{e}"
+    );
     let (e, _, _) = err_of(|v| rec(v, 4)["value"] = json!("pi"));
     assert!(
         e.contains("record 4 (task 0x0000000100000000, arg 2): field value: \"pi\": \"pi\" is not a UINT64 value"),
         "{e}"
     );
     let (e, _, _) = err_of(|v| v["tensors"][3] = json!(42));
-    assert!(e.contains("field tensors[3] at line") && e.contains("invalid type: integer `42`"), "{e}");
+    assert!(
+        e.contains("field tensors[3] at line") && e.contains("invalid type: integer `42`"),
+        "{e}"
+    );
     let (e, _, _) = err_of(|v| *v = json!([1, 2]));
-    assert!(e.contains("invalid type: sequence, expected a manifest object"), "{e}");
+    assert!(
+        e.contains("invalid type: sequence, expected a manifest object"),
+        "{e}"
+    );
     let (e, _, m) = err_of(|v| v["bin_format"]["byte_order"] = json!("big_endian"));
     assert_eq!(
         e,
@@ -328,7 +342,10 @@ fn header_shape_errors() {
         let list = v.as_object_mut().unwrap().remove("tensors").unwrap();
         v["records"] = list;
     });
-    assert!(e.contains("no record list: expected a `tensors` (or upstream `args`) array"), "{e}");
+    assert!(
+        e.contains("no record list: expected a `tensors` (or upstream `args`) array"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -6,12 +6,12 @@ use crate::common;
 #[allow(unused_imports)]
 use crate::common::render_txt_of;
 
+use crate::common::ScalarValue;
 use proptest::prelude::*;
 use serde_json::{json, Value};
-use crate::common::ScalarValue;
-use simpler_inspect::Dump;
 use simpler_inspect::export::{export_records, ExportFormat, TxtOptions};
 use simpler_inspect::view::{summary, table};
+use simpler_inspect::Dump;
 
 /// Open `json` + `bin` from a temp dir; exercise everything on success.
 fn open_and_use(json: &[u8], bin: &[u8]) {
@@ -44,7 +44,14 @@ fn open_and_use(json: &[u8], bin: &[u8]) {
                 let _ = render_txt_of(&d, r, TxtOptions::default());
             }
             let out = tmp.path().join("export");
-            export_records(d.info(), &all, ExportFormat::Npy, &out, TxtOptions::default()).unwrap();
+            export_records(
+                d.info(),
+                &all,
+                ExportFormat::Npy,
+                &out,
+                TxtOptions::default(),
+            )
+            .unwrap();
         }
     }
 }
@@ -604,8 +611,7 @@ fn huge_views_without_payload_stay_cheap() {
         let tmp = tempfile::tempdir().unwrap();
         common::write(tmp.path(), &m, &bin);
         let d = Dump::open(tmp.path()).unwrap();
-        let txt =
-            render_txt_of(&d, &d.records()[4], TxtOptions { full: true });
+        let txt = render_txt_of(&d, &d.records()[4], TxtOptions { full: true });
         assert!(txt.len() < 1 << 20, "{} bytes of text", txt.len());
         let r = simpler_inspect::diff::diff(&d, &d, &Default::default()).unwrap();
         assert!(!r.passed(), "a truncated record never passes");

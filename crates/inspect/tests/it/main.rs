@@ -8,5 +8,5 @@ mod fuzz;
 mod fuzz_args;
 mod reference;
 mod safety;
-mod upstream;
 mod synthetic;
+mod upstream;

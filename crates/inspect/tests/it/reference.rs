@@ -3,11 +3,11 @@
 
 use crate::common;
 
-use simpler_core::{ArgRole, DType, TaskId};
 use crate::common::{ScalarValue, WireValue};
+use simpler_core::{ArgRole, DType, TaskId};
 use simpler_inspect::view::Seen;
-use simpler_inspect::{Dump, RecordKind, Stage};
 use simpler_inspect::view::{summary, table, Filter};
+use simpler_inspect::{Dump, RecordKind, Stage};
 
 #[test]
 fn vector_example_opens_with_18_records() {
@@ -25,7 +25,10 @@ fn vector_example_opens_with_18_records() {
         (r.kind, r.dtype, r.arg_index),
         (RecordKind::Scalar, DType::Uint64, 2)
     );
-    assert_eq!(r.value, Some(WireValue::Number(ScalarValue::UInt(1_065_353_216))));
+    assert_eq!(
+        r.value,
+        Some(WireValue::Number(ScalarValue::UInt(1_065_353_216)))
+    );
     assert_eq!(r.bits, Some(0x0000_0000_3f80_0000));
     assert_eq!(r.f32_hint(), Some(1.0));
     assert!(r.func_ids.is_empty() && r.addr.is_none());

@@ -17,9 +17,36 @@ use crate::common::{self, f32_bytes, tensor, Manifest};
 /// A native dump of three f32 tensors (bytes 0..16, 16..32, 32..48).
 fn three() -> (Manifest, Vec<u8>) {
     common::build(vec![
-        tensor(1, &[0], "before_dispatch", "input", 0, "FLOAT32", &[4], f32_bytes(&[1.0; 4])),
-        tensor(1, &[0], "before_dispatch", "input", 1, "FLOAT32", &[4], f32_bytes(&[2.0; 4])),
-        tensor(2, &[0], "after_completion", "output", 0, "FLOAT32", &[4], f32_bytes(&[3.0; 4])),
+        tensor(
+            1,
+            &[0],
+            "before_dispatch",
+            "input",
+            0,
+            "FLOAT32",
+            &[4],
+            f32_bytes(&[1.0; 4]),
+        ),
+        tensor(
+            1,
+            &[0],
+            "before_dispatch",
+            "input",
+            1,
+            "FLOAT32",
+            &[4],
+            f32_bytes(&[2.0; 4]),
+        ),
+        tensor(
+            2,
+            &[0],
+            "after_completion",
+            "output",
+            0,
+            "FLOAT32",
+            &[4],
+            f32_bytes(&[3.0; 4]),
+        ),
     ])
 }
 
@@ -34,7 +61,11 @@ fn open_guarded(p: PathBuf) -> Option<Result<Dump, simpler_inspect::Error>> {
 }
 
 fn mkfifo(p: &Path) {
-    let ok = std::process::Command::new("mkfifo").arg(p).status().unwrap().success();
+    let ok = std::process::Command::new("mkfifo")
+        .arg(p)
+        .status()
+        .unwrap()
+        .success();
     assert!(ok, "mkfifo {}", p.display());
 }
 
@@ -45,14 +76,22 @@ fn a_fifo_as_bin_file_or_manifest_is_refused_not_waited_on() {
     m.header.bin_file = Some(Some("pipe.bin".into()));
     let dir = common::write(tmp.path(), &m, &bin);
     mkfifo(&dir.join("pipe.bin"));
-    let e = open_guarded(dir.clone()).expect("reader hung on a FIFO").unwrap_err();
+    let e = open_guarded(dir.clone())
+        .expect("reader hung on a FIFO")
+        .unwrap_err();
     assert!(matches!(e.kind, ErrorKind::NotRegular("a FIFO")), "{e}");
-    assert!(e.to_string().contains("pipe.bin: not a regular file (a FIFO)"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("pipe.bin: not a regular file (a FIFO)"),
+        "{e}"
+    );
 
     let other = tmp.path().join("fifo_manifest");
     std::fs::create_dir(&other).unwrap();
     mkfifo(&other.join("tensor_dump.json"));
-    let e = open_guarded(other.join("tensor_dump.json")).expect("reader hung").unwrap_err();
+    let e = open_guarded(other.join("tensor_dump.json"))
+        .expect("reader hung")
+        .unwrap_err();
     assert!(e.to_string().contains("not a regular file (a FIFO)"), "{e}");
     // A device is refused the same way.
     let (m2, _) = three();
@@ -61,7 +100,10 @@ fn a_fifo_as_bin_file_or_manifest_is_refused_not_waited_on() {
     let dir2 = common::write(&tmp.path().join("dev"), &m2, &bin);
     std::os::unix::fs::symlink("/dev/null", dir2.join("null")).unwrap();
     let e = Dump::open(&dir2).unwrap_err().to_string();
-    assert!(e.contains("a device") || e.contains("outside the dump folder"), "{e}");
+    assert!(
+        e.contains("a device") || e.contains("outside the dump folder"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -76,7 +118,10 @@ fn bin_file_outside_the_dump_folder_is_refused() {
         m.header.bin_file = Some(Some(name.into()));
         let dir = common::write(tmp.path(), &m, &bin);
         let e = Dump::open(&dir).unwrap_err().to_string();
-        assert!(e.contains("header field bin_file") && e.contains(want), "{name}: {e}");
+        assert!(
+            e.contains("header field bin_file") && e.contains(want),
+            "{name}: {e}"
+        );
     }
     // A symlink inside the folder that leads out.
     let outside = tmp.path().join("elsewhere.bin");
@@ -112,7 +157,10 @@ fn a_bin_truncated_under_a_running_diff_is_an_error_not_a_signal() {
         panic!("expected a read error, got {e}");
     };
     assert_eq!(*side, "B");
-    assert!(matches!(error.kind, ErrorKind::BinTooShort { index: 1, .. }), "{e}");
+    assert!(
+        matches!(error.kind, ErrorKind::BinTooShort { index: 1, .. }),
+        "{e}"
+    );
     assert_eq!(
         e.to_string(),
         format!(
@@ -145,7 +193,9 @@ fn a_truncated_record_beside_truncated_tensors_0_is_an_error() {
     let dir = common::write(tmp.path(), &m, &bin);
     let e = Dump::open(&dir).unwrap_err().to_string();
     assert!(
-        e.ends_with("header field truncated_tensors is 0 but the records have 1 records flagged truncated"),
+        e.ends_with(
+            "header field truncated_tensors is 0 but the records have 1 records flagged truncated"
+        ),
         "{e}"
     );
 }
@@ -157,7 +207,10 @@ fn duplicate_keys_and_overlapping_ranges_name_both_records() {
     m.tensors[1].arg_index = 0;
     let dir = common::write(&tmp.path().join("dup"), &m, &bin);
     let e = Dump::open(&dir).unwrap_err();
-    assert!(matches!(&e.kind, ErrorKind::Conflict { first, second, .. } if first.0 == 0 && second.0 == 1), "{e}");
+    assert!(
+        matches!(&e.kind, ErrorKind::Conflict { first, second, .. } if first.0 == 0 && second.0 == 1),
+        "{e}"
+    );
     assert!(e.to_string().contains("records 0 (task 0x0000000000000001, arg 0) and 1 (task 0x0000000000000001, arg 0): duplicate key"), "{e}");
 
     // Record 2 reuses bytes of record 0 (not its neighbour).
@@ -180,7 +233,10 @@ fn misspelled_fields_are_errors_in_our_layout_only() {
     v["tensors"][1].as_object_mut().unwrap().remove("addr");
     let dir = common::write_raw(&tmp.path().join("rec"), &v.to_string(), &bin);
     let e = Dump::open(&dir).unwrap_err().to_string();
-    assert!(e.contains("field tensors[1]") && e.contains("unknown field `adr`"), "{e}");
+    assert!(
+        e.contains("field tensors[1]") && e.contains("unknown field `adr`"),
+        "{e}"
+    );
 
     let mut v = serde_json::to_value(&m).unwrap();
     v["dump_levle"] = serde_json::json!(2);
@@ -208,7 +264,10 @@ fn a_10_mb_bad_value_is_echoed_cut_to_80_characters() {
         let dir = common::write_raw(&tmp.path().join(field), &v.to_string(), &bin);
         let e = Dump::open(&dir).unwrap_err().to_string();
         assert!(e.len() < 600, "{field}: a {} byte message", e.len());
-        assert!(e.contains("QQQQ") && e.contains("(10485760 chars)"), "{field}: {e}");
+        assert!(
+            e.contains("QQQQ") && e.contains("(10485760 chars)"),
+            "{field}: {e}"
+        );
     }
 }
 
@@ -219,7 +278,18 @@ fn records_stream_before_the_manifest_is_parsed() {
     let tmp = tempfile::tempdir().unwrap();
     let n = 5000u64;
     let recs: Vec<_> = (0..n)
-        .map(|t| tensor(t, &[0], "before_dispatch", "input", 0, "FLOAT32", &[1], f32_bytes(&[t as f32])))
+        .map(|t| {
+            tensor(
+                t,
+                &[0],
+                "before_dispatch",
+                "input",
+                0,
+                "FLOAT32",
+                &[1],
+                f32_bytes(&[t as f32]),
+            )
+        })
         .collect();
     let (m, bin) = common::build(recs);
     let text = serde_json::to_string_pretty(&m).unwrap();

@@ -7,11 +7,11 @@ use crate::common::render_txt_of;
 
 use std::path::Path;
 
-use simpler_core::{ArgRole, DType, TaskId};
 use crate::common::ScalarValue;
-use simpler_inspect::{Dump, RecordKind, Stage};
+use simpler_core::{ArgRole, DType, TaskId};
 use simpler_inspect::export::{export_records, ExportFormat, ExportOutcome, TxtOptions};
 use simpler_inspect::view::{summary, table, Filter};
+use simpler_inspect::{Dump, RecordKind, Stage};
 
 fn npy(path: &Path) -> npyz::NpyFile<std::io::BufReader<std::fs::File>> {
     npyz::NpyFile::new(std::io::BufReader::new(std::fs::File::open(path).unwrap())).unwrap()
@@ -34,12 +34,18 @@ fn synthetic_dump_reads_back_typed() {
     assert_eq!(r[4].func_ids, vec![1, 2, 3]);
     assert_eq!(r[0].addr, Some(0x7f00_0000_0000));
     assert_eq!(r[0].strides, vec![3, 1]);
-    assert_eq!(d.elements_f64(&r[0]).unwrap(), vec![1.0, 2.0, 3.0, 4.0, 5.5, -6.25]);
+    assert_eq!(
+        d.elements_f64(&r[0]).unwrap(),
+        vec![1.0, 2.0, 3.0, 4.0, 5.5, -6.25]
+    );
     assert_eq!(r[1].bits, Some(0x3e80_0000));
     assert_eq!(r[1].scalar_f64(), Some(0.25));
     assert_eq!(r[1].scalar_display().as_deref(), Some("0.25"));
     assert_eq!(r[2].scalar_f64(), Some(-3.0));
-    assert_eq!(r[2].value, Some(crate::common::WireValue::Number(ScalarValue::Int(-3))));
+    assert_eq!(
+        r[2].value,
+        Some(crate::common::WireValue::Number(ScalarValue::Int(-3)))
+    );
     assert_eq!(r[3].dtype, DType::Bfloat16);
     assert_eq!(d.elements_f64(&r[3]).unwrap()[..3], [1.0, -2.5, 0.15625]);
     assert_eq!(
@@ -48,7 +54,10 @@ fn synthetic_dump_reads_back_typed() {
     );
     assert_eq!(d.elements_f64(&r[6]).unwrap(), vec![1.0, 0.0, 0.0, 1.0]);
     assert_eq!(d.elements_f64(&r[7]).unwrap(), vec![1.5, -0.5]);
-    assert_eq!(d.elements_f64(&r[8]).unwrap(), vec![-1.0, (1u64 << 40) as f64]);
+    assert_eq!(
+        d.elements_f64(&r[8]).unwrap(),
+        vec![-1.0, (1u64 << 40) as f64]
+    );
     assert_eq!(d.elements_f64(&r[9]).unwrap(), vec![1.0, -1.0]);
     assert_eq!(
         (r[11].role, r[11].stage),
@@ -65,7 +74,14 @@ fn npy_export_round_trips_value_by_value() {
     let d = Dump::open(tmp.path()).unwrap();
     let out = tmp.path().join("npy");
     let all: Vec<_> = d.records().iter().collect();
-    let res = export_records(d.info(), &all, ExportFormat::Npy, &out, TxtOptions::default()).unwrap();
+    let res = export_records(
+        d.info(),
+        &all,
+        ExportFormat::Npy,
+        &out,
+        TxtOptions::default(),
+    )
+    .unwrap();
     assert_eq!(res.len(), 12);
     let file = |task: u64, stage: &str, arg: u32, role: &str| {
         out.join(format!("task0x{task:016x}_{stage}_arg{arg}_{role}.npy"))
@@ -99,7 +115,8 @@ fn npy_export_round_trips_value_by_value() {
     );
     let got = f.into_vec::<f32>().unwrap();
     let want: Vec<f32> = d
-        .elements_f64(&d.records()[3]).unwrap()
+        .elements_f64(&d.records()[3])
+        .unwrap()
         .iter()
         .map(|&x| x as f32)
         .collect();
@@ -204,7 +221,14 @@ fn txt_export_has_header_overview_and_detail() {
     let d = Dump::open(tmp.path()).unwrap();
     let all: Vec<_> = d.records().iter().collect();
     let out = tmp.path().join("txt");
-    export_records(d.info(), &all, ExportFormat::Txt, &out, TxtOptions::default()).unwrap();
+    export_records(
+        d.info(),
+        &all,
+        ExportFormat::Txt,
+        &out,
+        TxtOptions::default(),
+    )
+    .unwrap();
     let t = std::fs::read_to_string(
         out.join("task0x0000000100000000_after_completion_arg1_output.txt"),
     )
@@ -376,7 +400,14 @@ fn damaged_records_are_flagged_and_exported_partially() {
     );
     assert!(table.contains("(metadata only, no payload)"), "{table}");
     let out = tmp.path().join("x");
-    let res = export_records(d.info(), &all, ExportFormat::Npy, &out, TxtOptions::default()).unwrap();
+    let res = export_records(
+        d.info(),
+        &all,
+        ExportFormat::Npy,
+        &out,
+        TxtOptions::default(),
+    )
+    .unwrap();
     assert!(
         matches!(&res[0].1, ExportOutcome::Written { note: Some(n), .. } if n.contains("TRUNCATED"))
     );
@@ -432,7 +463,14 @@ fn duplicate_records_get_distinct_export_names() {
     let d = Dump::open(tmp.path()).unwrap();
     let all: Vec<_> = d.records().iter().collect();
     let out = tmp.path().join("x");
-    export_records(d.info(), &all, ExportFormat::Npy, &out, TxtOptions::default()).unwrap();
+    export_records(
+        d.info(),
+        &all,
+        ExportFormat::Npy,
+        &out,
+        TxtOptions::default(),
+    )
+    .unwrap();
     assert!(out
         .join("task0x0000000000000001_before_dispatch_arg0_input.npy")
         .is_file());

@@ -4,9 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
-pub use simpler_format::scalar::{ScalarValue, WireValue};
 use simpler_core::DType;
-pub use simpler_format::tensor_dump::{BinFormat, Header, HexField, Manifest, Record as RecordJson};
+pub use simpler_format::scalar::{ScalarValue, WireValue};
+pub use simpler_format::tensor_dump::{
+    BinFormat, Header, HexField, Manifest, Record as RecordJson,
+};
 use simpler_format::vocab::{parse_role, Kind, Stage, Status};
 use simpler_format::SCHEMA_VERSION;
 
@@ -48,7 +50,9 @@ pub fn tensor(
             start_offset: 0,
             is_contiguous: true,
             numel,
-            addr: Some(HexField::from(0x7f00_0000_0000u64 + u64::from(arg) * 0x1000)),
+            addr: Some(HexField::from(
+                0x7f00_0000_0000u64 + u64::from(arg) * 0x1000,
+            )),
             bin_offset: 0,
             bin_size: bytes.len() as u64,
             truncated: false,
@@ -111,7 +115,8 @@ pub fn build(records: Vec<(RecordJson, Vec<u8>)>) -> (Manifest, Vec<u8>) {
     }
     let count = |f: &dyn Fn(&RecordJson) -> bool| list.iter().filter(|r| f(r)).count() as u64;
     use simpler_core::ArgRole;
-    let tensor_role = |role: &[ArgRole]| count(&|r| r.kind == Kind::Tensor && role.contains(&r.role));
+    let tensor_role =
+        |role: &[ArgRole]| count(&|r| r.kind == Kind::Tensor && role.contains(&r.role));
     let m = Manifest {
         header: Header {
             schema_version: Some(SCHEMA_VERSION),
