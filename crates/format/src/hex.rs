@@ -114,7 +114,7 @@ impl de::Visitor<'_> for HexVisitor {
         parsed.ok_or_else(|| {
             E::custom(format_args!(
                 "bad hex {}: expected {}",
-                quoted(&s),
+                quoted(s),
                 if self.strict {
                     STRICT_FORM
                 } else {

@@ -196,7 +196,7 @@ pub fn decode_upstream(value: &WireValue, dtype: DType) -> Result<(u64, BitsOrig
             "nan" => Ok((u64::from(f32::NAN.to_bits()), BitsOrigin::Rounded)),
             other => Err(format!(
                 "{}: expected a number, null (NaN), \"$Inf\" or \"-$Inf\"",
-                quoted(&other)
+                quoted(other)
             )),
         },
         (WireValue::Number(n), DType::Float32) => {
@@ -230,7 +230,7 @@ pub fn decode_upstream(value: &WireValue, dtype: DType) -> Result<(u64, BitsOrig
             match other {
                 WireValue::Null => "null".to_string(),
                 WireValue::Bool(b) => b.to_string(),
-                WireValue::Text(t) => quoted(&t),
+                WireValue::Text(t) => quoted(t),
                 WireValue::Number(n) => n.to_string(),
             },
             dtype.name()
@@ -390,7 +390,7 @@ impl WireValue {
                 "nan" => Ok(ScalarValue::F64(f64::NAN)),
                 "inf" => Ok(ScalarValue::F64(f64::INFINITY)),
                 "-inf" => Ok(ScalarValue::F64(f64::NEG_INFINITY)),
-                other => Err(format!("{}: expected {VALUE_FORMS}", quoted(&other))),
+                other => Err(format!("{}: expected {VALUE_FORMS}", quoted(other))),
             },
             WireValue::Null => Err(format!("null: expected {VALUE_FORMS}")),
             WireValue::Bool(b) => Err(format!("{b}: expected {VALUE_FORMS}")),

@@ -206,7 +206,7 @@ impl<T> serde::de::Visitor<'_> for NameVisitor<T> {
         (self.parse)(s).ok_or_else(|| {
             E::custom(format_args!(
                 "unknown name {}: expected one of {}",
-                crate::error::quoted(&s),
+                crate::error::quoted(s),
                 self.expected
             ))
         })

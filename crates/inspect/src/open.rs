@@ -61,7 +61,7 @@ pub fn check_bin_name(name: &str) -> Result<(), String> {
     if p.is_absolute() {
         return Err(format!(
             "{} is an absolute path; a dump names its payload relative to its own folder",
-            simpler_format::quoted(&name)
+            simpler_format::quoted(name)
         ));
     }
     if p.components()
@@ -69,7 +69,7 @@ pub fn check_bin_name(name: &str) -> Result<(), String> {
     {
         return Err(format!(
             "{} leaves the dump folder (`..`); a dump names its payload inside its own folder",
-            simpler_format::quoted(&name)
+            simpler_format::quoted(name)
         ));
     }
     Ok(())

@@ -23,7 +23,7 @@ type GroupKey = (u64, Stage, u32);
 #[derive(Debug)]
 enum Stop {
     /// Dump `A` or `B` could not be read.
-    Read(&'static str, Error),
+    Read(&'static str, Box<Error>),
     /// A dump's records are not sorted (side `A` or `B`): pair in memory.
     Unsorted(&'static str),
     /// The spill file could not be written.
@@ -42,7 +42,7 @@ pub enum DiffFailure {
         /// `A` or `B`.
         side: &'static str,
         /// What is wrong with it.
-        error: Error,
+        error: Box<Error>,
     },
     /// The `--json` spill files could not be written.
     #[error("temporary file for the diff: {0}")]
@@ -89,7 +89,7 @@ impl<I: Iterator<Item = Result<Record, Error>>> Groups<I> {
 
     fn next(&mut self) -> Result<Option<(GroupKey, Vec<Record>)>, Stop> {
         let side = self.side;
-        let read = |e: Error| Stop::Read(side, e);
+        let read = |e: Error| Stop::Read(side, Box::new(e));
         let Some(first) = self.it.next().transpose().map_err(read)? else {
             return Ok(None);
         };
@@ -150,7 +150,7 @@ fn pair_groups(
                 (Some(a), Some(b)) => {
                     let p = compare(order, (pa, a), (pb, b), o).map_err(|e| {
                         let side = if e.file == pa.path() { "A" } else { "B" };
-                        Stop::Read(side, e)
+                        Stop::Read(side, Box::new(e))
                     })?;
                     report.pair(p).map_err(Stop::Spill)?;
                 }
@@ -213,14 +213,17 @@ impl From<Stop> for DiffFailure {
             Stop::Spill(e) => DiffFailure::Spill(e),
             Stop::Unsorted(side) => DiffFailure::Read {
                 side,
-                error: Error::io(side, std::io::Error::other("records not sorted")),
+                error: Box::new(Error::io(side, std::io::Error::other("records not sorted"))),
             },
         }
     }
 }
 
 fn side(side: &'static str) -> impl Fn(Error) -> DiffFailure {
-    move |error| DiffFailure::Read { side, error }
+    move |error| DiffFailure::Read {
+        side,
+        error: Box::new(error),
+    }
 }
 
 /// Compare two opened in-memory dumps, keeping every pair in the report.
