@@ -278,11 +278,18 @@ impl fmt::Display for Error {
                 field,
                 msg,
             } => write!(f, "{file}: {list} {index} ({label}): field {field}: {msg}"),
-            ErrorKind::Conflict {
-                first,
-                second,
-                msg,
-            } => write!(
+            _ => self.fmt_records(f),
+        }
+    }
+}
+
+impl Error {
+    /// The messages of problems across records (conflicts, counters,
+    /// payload ranges).
+    fn fmt_records(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let file = self.file.display();
+        match &self.kind {
+            ErrorKind::Conflict { first, second, msg } => write!(
                 f,
                 "{file}: records {} ({}) and {} ({}): {msg}",
                 first.0, first.1, second.0, second.1
@@ -303,15 +310,16 @@ impl fmt::Display for Error {
                 start,
                 end,
             } => {
-                let name = self.file.file_name().map_or_else(
-                    || file.to_string(),
-                    |n| n.to_string_lossy().into_owned(),
-                );
+                let name = self
+                    .file
+                    .file_name()
+                    .map_or_else(|| file.to_string(), |n| n.to_string_lossy().into_owned());
                 write!(
                     f,
                     "{file}: {name} is {len} bytes but record {index} ({label}) needs bytes {start}..{end}"
                 )
             }
+            _ => Ok(()),
         }
     }
 }
