@@ -34,6 +34,7 @@ pub mod open;
 mod parse;
 pub mod payload;
 pub mod record;
+mod scan;
 pub mod stream;
 mod validate;
 pub mod view;

@@ -21,9 +21,10 @@ use simpler_format::{Error, ErrorKind};
 
 use crate::checks::{Checks, Counts, Pending};
 use crate::open::{open_bin, open_regular};
-use crate::parse::{pass, Flow, ListAction};
+use crate::parse::{pass, Flow, ListAction, OnList, OnRecord, PassEnd};
 use crate::payload::Payload;
 use crate::record::{Key, Record};
+use crate::scan::{fast_pass, Fast};
 use crate::validate::Context;
 
 /// Records per message from the worker.
@@ -211,6 +212,33 @@ impl Worker {
         ))
     }
 
+    /// One pass: the fast scanner ([`crate::scan`]) first; where it gives
+    /// up, the serde pass from the start, which reports errors precisely
+    /// and hands out only the records the fast pass had not.
+    fn run_pass(
+        &self,
+        on_list: &mut OnList<'_>,
+        on_record: &mut OnRecord<'_>,
+    ) -> Result<PassEnd, Error> {
+        let file = open_regular(&self.manifest)?;
+        let (delivered, action) = match fast_pass(file, on_list, on_record)? {
+            Fast::Done(end) => return Ok(end),
+            Fast::Irregular { delivered, action } => (delivered, action),
+        };
+        let mut list = |key: &str, fields: &Map<String, Value>| match action {
+            Some(a) => Ok(a),
+            None => on_list(key, fields),
+        };
+        let mut record = |i: usize, w| {
+            if i < delivered {
+                Ok(Flow::Continue)
+            } else {
+                on_record(i, w)
+            }
+        };
+        pass(&self.manifest, self.reader()?, &mut list, &mut record)
+    }
+
     /// Both passes; `None` when the consumer went away.
     fn stream(&self, sent_header: &mut bool) -> Result<Option<Counts>, Error> {
         let state: RefCell<Option<Streaming>> = RefCell::new(None);
@@ -231,7 +259,7 @@ impl Worker {
                 })
             };
             let mut on_record = |i: usize, w| self.on_record(state.borrow_mut().as_mut(), i, w);
-            pass(&self.manifest, self.reader()?, &mut on_list, &mut on_record)
+            self.run_pass(&mut on_list, &mut on_record)
         };
         let streamed = state.borrow().is_some();
         *sent_header |= streamed;
@@ -380,7 +408,7 @@ impl Worker {
         let strict = layout.is_strict();
         let mut on_list = |_: &str, _: &Map<String, Value>| Ok(ListAction::Stream { strict });
         let mut on_record = |i: usize, w| self.on_record(st.as_mut(), i, w);
-        let end = pass(&self.manifest, self.reader()?, &mut on_list, &mut on_record)?;
+        let end = self.run_pass(&mut on_list, &mut on_record)?;
         Ok(if end.stopped { None } else { st })
     }
 
@@ -410,9 +438,7 @@ impl Worker {
                 Flow::Continue
             })
         };
-        let scanned = self
-            .reader()
-            .and_then(|r| pass(&self.manifest, r, &mut on_list, &mut on_record));
+        let scanned = self.run_pass(&mut on_list, &mut on_record);
         let (first, range) = match (scanned, first) {
             (Ok(_), Some((i, l, r))) => ((i, l), r),
             _ => ((index, "?".into()), (s, e)),
@@ -456,7 +482,7 @@ impl Worker {
             }
             Ok(Flow::Continue)
         };
-        pass(&self.manifest, self.reader()?, &mut on_list, &mut on_record)?;
+        self.run_pass(&mut on_list, &mut on_record)?;
         match found {
             Some((first, second)) => Err(Error::new(
                 &self.manifest,
