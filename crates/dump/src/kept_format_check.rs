@@ -16,6 +16,7 @@ fn format_record(r: &TensorRecord, base: u64) -> Record {
     let stage = match r.stage {
         Stage::BeforeDispatch => FStage::BeforeDispatch,
         Stage::AfterCompletion => FStage::AfterCompletion,
+        Stage::HangSnapshot => FStage::HangSnapshot,
     };
     let func_id = Some(
         r.func_ids[..r.n_funcs as usize]
@@ -109,7 +110,7 @@ proptest! {
         task in any::<u64>(),
         arg in 0u32..48,
         n_funcs in 1u8..4,
-        after in any::<bool>(),
+        stage in 0usize..3,
         truncated in any::<bool>(),
         role in 0usize..5,
     ) {
@@ -121,7 +122,7 @@ proptest! {
                 task_id: TaskId(task),
                 func_ids: [0, 1, 2],
                 n_funcs,
-                stage: if after { Stage::AfterCompletion } else { Stage::BeforeDispatch },
+                stage: [Stage::BeforeDispatch, Stage::AfterCompletion, Stage::HangSnapshot][stage],
                 role: roles[role],
                 arg_index: arg,
                 subject,
