@@ -27,7 +27,7 @@ pub fn summary(info: &DumpInfo) -> String {
         .map_or_else(|| "not recorded".to_string(), |l| l.to_string());
     let policy = h.dump_policy.as_deref().unwrap_or("not recorded");
     let hang = if h.hang_snapshot > 0 {
-        format!(", {} hang_snapshot", h.hang_snapshot)
+        format!(", {} hang snapshots", h.hang_snapshot)
     } else {
         String::new()
     };
