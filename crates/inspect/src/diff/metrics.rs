@@ -78,6 +78,20 @@ pub(crate) fn exact_int_diff(pa: &[u8], pb: &[u8], dtype: DType, i: usize) -> Op
     Some((x - y).unsigned_abs() as f64)
 }
 
+/// Element `i` of `pa` and `pb` (elements of `size` bytes) has the same bits.
+fn same_element(pa: &[u8], pb: &[u8], i: usize, size: usize) -> bool {
+    let (x, y) = (&pa[i * size..(i + 1) * size], &pb[i * size..(i + 1) * size]);
+    match size {
+        1 => x[0] == y[0],
+        2 => u16::from_le_bytes([x[0], x[1]]) == u16::from_le_bytes([y[0], y[1]]),
+        4 => {
+            u32::from_le_bytes([x[0], x[1], x[2], x[3]])
+                == u32::from_le_bytes([y[0], y[1], y[2], y[3]])
+        }
+        _ => x == y,
+    }
+}
+
 /// Running sums of one comparison.
 #[derive(Default)]
 struct Acc {
@@ -108,9 +122,12 @@ impl Acc {
             a_text: format_element(pa, dtype, i),
             b_text: format_element(pb, dtype, i),
         };
+        // One comparison for the whole chunk; element by element only when
+        // it differs somewhere.
+        let all_same = pa[..n * size] == pb[..n * size];
         for i in 0..n {
             let (x, y) = (element_f64(pa, dtype, i), element_f64(pb, dtype, i));
-            if pa[i * size..(i + 1) * size] == pb[i * size..(i + 1) * size] {
+            if all_same || same_element(pa, pb, i, size) {
                 if x.is_finite() {
                     self.dot += x * x;
                     self.na += x * x;
