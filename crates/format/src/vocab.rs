@@ -160,7 +160,7 @@ pub mod role {
     }
 }
 
-/// `#[serde(with = "dtype")]` for [`DType`] fields: the UPPERCASE names.
+/// `#[serde(with = "dtype")]` for [`simpler_core::DType`] fields: the UPPERCASE names.
 pub mod dtype {
     use serde::{Deserializer, Serializer};
     use simpler_core::DType;

@@ -1,5 +1,5 @@
 //! What `simpler dump view` shows: filters ([`filter`]), the summary
-//! ([`summary`]) and the record table printed a page at a time ([`table`]).
+//! ([`mod@summary`]) and the record table printed a page at a time ([`mod@table`]).
 
 pub mod filter;
 pub mod summary;
