@@ -499,6 +499,7 @@ fn readers(a: &BenchArgs) -> Result<Outcome> {
             ("view_peak_rss_mib", mib(f.view_rss), "MiB"),
             ("diff_s", f.diff.as_secs_f64(), "s"),
             ("diff_peak_rss_mib", mib(f.diff_rss), "MiB"),
+            ("diff_cpu_s", f.diff_cpu.as_secs_f64(), "s"),
         ],
         config,
         target: "first page <= 0.2 s; peak RSS <= 100 MiB view, <= 200 MiB diff; diff <= 3 s"

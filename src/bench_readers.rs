@@ -24,6 +24,9 @@ pub struct ReadersFigures {
     pub diff: Duration,
     /// Highest peak RSS of a `dump diff` child, bytes.
     pub diff_rss: u64,
+    /// Least CPU time (user + system) of a `dump diff` child: steadier
+    /// than its wall time on a shared machine.
+    pub diff_cpu: Duration,
     /// Size of one manifest, bytes.
     pub manifest_bytes: u64,
     /// Records in one dump.
@@ -63,8 +66,15 @@ fn make_dumps(a: &BenchArgs, exe: &Path, root: &Path) -> Result<[PathBuf; 2]> {
     Ok([dirs[0].clone(), dirs[1].clone()])
 }
 
-/// Wait for `child` and return its exit code and peak RSS in bytes.
-fn wait_rusage(child: std::process::Child) -> Result<(i32, u64)> {
+/// What `wait4` says about a child.
+struct Usage {
+    code: i32,
+    rss: u64,
+    cpu: Duration,
+}
+
+/// Wait for `child`: its exit code, peak RSS in bytes and CPU time.
+fn wait_rusage(child: std::process::Child) -> Result<Usage> {
     let pid = child.id() as libc::pid_t;
     let mut status: libc::c_int = 0;
     // SAFETY: all-zero bytes are a valid `rusage` (plain integers).
@@ -82,8 +92,15 @@ fn wait_rusage(child: std::process::Child) -> Result<(i32, u64)> {
     } else {
         -1
     };
-    // Linux reports ru_maxrss in KiB.
-    Ok((code, usage.ru_maxrss.max(0) as u64 * 1024))
+    let tv = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64)
+    };
+    Ok(Usage {
+        code,
+        // Linux reports ru_maxrss in KiB.
+        rss: usage.ru_maxrss.max(0) as u64 * 1024,
+        cpu: tv(usage.ru_utime) + tv(usage.ru_stime),
+    })
 }
 
 /// One `dump view`: (time to the first row, whole listing, peak RSS).
@@ -109,15 +126,19 @@ fn view_once(exe: &Path, dir: &Path) -> Result<(Duration, Duration, u64)> {
         }
     }
     let full = t.elapsed();
-    let (code, rss) = wait_rusage(child)?;
-    if code != 0 {
-        bail!("simpler dump view exited with {code}");
+    let u = wait_rusage(child)?;
+    if u.code != 0 {
+        bail!("simpler dump view exited with {}", u.code);
     }
-    Ok((first.context("dump view printed no table row")?, full, rss))
+    Ok((
+        first.context("dump view printed no table row")?,
+        full,
+        u.rss,
+    ))
 }
 
-/// One `dump diff A B`: (time, peak RSS).
-fn diff_once(exe: &Path, a: &Path, b: &Path) -> Result<(Duration, u64)> {
+/// One `dump diff A B`: (wall time, peak RSS, CPU time).
+fn diff_once(exe: &Path, a: &Path, b: &Path) -> Result<(Duration, u64, Duration)> {
     let t = Instant::now();
     let child = Command::new(exe)
         .args(["dump", "diff"])
@@ -126,13 +147,16 @@ fn diff_once(exe: &Path, a: &Path, b: &Path) -> Result<(Duration, u64)> {
         .stderr(Stdio::null())
         .spawn()
         .context("running simpler dump diff")?;
-    let (code, rss) = wait_rusage(child)?;
+    let u = wait_rusage(child)?;
     let took = t.elapsed();
     // Seeds 0 and 1 differ: exit 1 is the expected verdict.
-    if code != 1 {
-        bail!("simpler dump diff exited with {code} (expected 1: the seeds differ)");
+    if u.code != 1 {
+        bail!(
+            "simpler dump diff exited with {} (expected 1: the seeds differ)",
+            u.code
+        );
     }
-    Ok((took, rss))
+    Ok((took, u.rss, u.cpu))
 }
 
 /// Make the dumps, then time `dump view` and `dump diff` `a.reps` times.
@@ -151,6 +175,7 @@ pub fn measure(a: &BenchArgs) -> Result<ReadersFigures> {
         view_rss: 0,
         diff: Duration::MAX,
         diff_rss: 0,
+        diff_cpu: Duration::MAX,
         manifest_bytes: std::fs::metadata(&manifest)?.len(),
         records: header.info().header.total_tensors,
     };
@@ -160,9 +185,10 @@ pub fn measure(a: &BenchArgs) -> Result<ReadersFigures> {
         f.first_page = f.first_page.min(first);
         f.full_view = f.full_view.min(full);
         f.view_rss = f.view_rss.max(rss);
-        let (took, rss) = diff_once(&exe, &da, &db)?;
+        let (took, rss, cpu) = diff_once(&exe, &da, &db)?;
         f.diff = f.diff.min(took);
         f.diff_rss = f.diff_rss.max(rss);
+        f.diff_cpu = f.diff_cpu.min(cpu);
     }
     Ok(f)
 }
