@@ -284,8 +284,14 @@ fn from_dump(
         (None, None, None) => w.default_case().to_string(),
     };
 
+    // Select first, so that only the selected task's records are kept in
+    // memory (every record is still read and validated).
+    let sel = select_dispatch(&kargs, func_id, a.dispatch_id, kernels)?;
+    let task = kargs
+        .dispatch(sel.dispatch_id)
+        .map(|d| simpler_core::TaskId(d.task_id.0));
     let dump = if folder.join(TENSOR_DUMP_JSON).is_file() {
-        Some(Dump::open(&folder)?)
+        Some(Dump::open_filtered(&folder, |r| Some(r.task_id) == task)?)
     } else {
         None
     };
@@ -300,7 +306,7 @@ fn from_dump(
             out,
             "tensor dump: {} ({} records, dump level {})",
             d.manifest_path().display(),
-            d.records().len(),
+            d.counts().total,
             d.header()
                 .dump_level
                 .map_or_else(|| "not recorded".into(), |l| l.to_string())
@@ -311,7 +317,6 @@ fn from_dump(
             folder.display()
         )?,
     }
-    let sel = select_dispatch(&kargs, func_id, a.dispatch_id, kernels)?;
     if let Some(n) = &sel.note {
         writeln!(out, "{n}")?;
     }

@@ -259,6 +259,25 @@ impl Checks {
                 return fail(field, header, actual, note.into());
             }
         }
+        self.finish_conventions(h)
+    }
+
+    /// The counters whose meaning differs between writers: scalar records
+    /// (absent upstream), inputs (upstream counts scalars too), overwritten
+    /// records.
+    fn finish_conventions(&self, h: &Header) -> Result<(), Error> {
+        let c = &self.counts;
+        let fail = |field: &'static str, header: u64, actual: u64, note: String| {
+            Err(Error::new(
+                &self.manifest,
+                ErrorKind::Counter {
+                    field,
+                    header,
+                    actual,
+                    note,
+                },
+            ))
+        };
         // Ours always has scalar_args; the upstream runtime writes none.
         let scalar_args = h
             .scalar_args
