@@ -22,7 +22,7 @@ use simpler_format::{Error, ErrorKind};
 pub fn open_regular(path: &Path) -> Result<File, Error> {
     let f = OpenOptions::new()
         .read(true)
-        .custom_flags(libc_o_nonblock())
+        .custom_flags(libc::O_NONBLOCK)
         .open(path)
         .map_err(|e| Error::io(path, e))?;
     let ft = f.metadata().map_err(|e| Error::io(path, e))?.file_type();
@@ -41,11 +41,6 @@ pub fn open_regular(path: &Path) -> Result<File, Error> {
         return Err(Error::new(path, ErrorKind::NotRegular(what)));
     }
     Ok(f)
-}
-
-/// `O_NONBLOCK` on Linux (every supported target); without the libc crate.
-const fn libc_o_nonblock() -> i32 {
-    0o4000
 }
 
 /// Check a payload file name as a manifest writes it: a plain relative
