@@ -14,7 +14,10 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
-use simpler_inspect::diff::{diff_paths, DiffOptions, Keep, MatchMode, DEFAULT_ATOL, DEFAULT_RTOL};
+use simpler_inspect::diff::{
+    diff_paths_with, DiffOptions, Keep, MatchMode, DEFAULT_ATOL, DEFAULT_RTOL,
+};
+use simpler_inspect::progress::Progress;
 
 /// `simpler dump diff`.
 #[derive(Debug, Clone, Args)]
@@ -78,7 +81,10 @@ pub fn diff_with(args: &DiffArgs, out: &mut dyn Write) -> Result<ExitCode> {
             passing: args.all,
         }
     };
-    let mut report = diff_paths(&args.a, &args.b, &options, keep)?;
+    // Nothing is printed before the end: a progress line on a terminal.
+    let mut progress = Progress::stderr("dump diff: reading", true);
+    let mut report = diff_paths_with(&args.a, &args.b, &options, keep, &mut progress)?;
+    progress.finish();
     if args.json {
         report.write_json(out)?;
     } else {

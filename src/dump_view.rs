@@ -11,7 +11,7 @@
 //! filters match no record, and an error (exit 2 from `main`) when the dump
 //! cannot be found or read.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -22,6 +22,7 @@ use simpler_inspect::export::{
     parse_export_format, ExportFormat, ExportOutcome, Exporter, TxtOptions,
 };
 use simpler_inspect::locate::{find_newest_dump, resolve_manifest};
+use simpler_inspect::progress::Progress;
 use simpler_inspect::stream::{DumpInfo, RecordStream};
 use simpler_inspect::view::table::row;
 use simpler_inspect::view::{
@@ -170,12 +171,17 @@ fn list(
     out: &mut dyn Write,
 ) -> Result<(Seen, usize)> {
     let limit = limit.unwrap_or(usize::MAX);
+    // On a terminal the table itself shows progress; redirected, a line
+    // on stderr does.
+    let mut progress = Progress::stderr("dump view: reading", !std::io::stdout().is_terminal());
+    let total = info.header.total_tensors;
     let mut table = Table::default();
     let mut seen = Seen::default();
     let (mut selected, mut shown) = (0usize, 0usize);
     for r in stream.by_ref() {
         let r = r?;
         seen.add(filter, &r);
+        progress.update(seen.records, total);
         if !filter.matches(&r) {
             continue;
         }
@@ -192,6 +198,7 @@ fn list(
             out.flush()?;
         }
     }
+    progress.finish();
     if shown > 0 {
         out.write_all(table.page().as_bytes())?;
     }
@@ -219,8 +226,10 @@ fn export(
         .with_context(|| format!("exporting to {}", out_dir.display()))?;
     writeln!(out)?;
     let (mut written, mut total) = (0usize, 0usize);
+    let mut progress = Progress::stderr("dump view: exporting", !std::io::stdout().is_terminal());
     for r in RecordStream::open_manifest(manifest)? {
         let r = r?;
+        progress.update(r.index as u64 + 1, info.header.total_tensors);
         if !filter.matches(&r) {
             continue;
         }
@@ -245,6 +254,7 @@ fn export(
             }
         }
     }
+    progress.finish();
     writeln!(
         out,
         "exported {written} of {total} records as {} to {}",

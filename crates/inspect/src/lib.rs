@@ -33,6 +33,7 @@ pub mod locate;
 pub mod open;
 mod parse;
 pub mod payload;
+pub mod progress;
 pub mod record;
 mod scan;
 pub mod stream;

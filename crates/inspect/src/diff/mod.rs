@@ -38,7 +38,7 @@ pub mod report;
 use simpler_core::{ArgRole, DType, TaskId};
 use simpler_format::vocab::{Kind, Stage};
 
-pub use pairing::{diff, diff_paths, DiffFailure};
+pub use pairing::{diff, diff_paths, diff_paths_with, DiffFailure};
 pub use report::{DiffReport, DiffSummary, Difference, Keep};
 
 /// Version of the `--json` output's layout.

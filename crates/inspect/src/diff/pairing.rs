@@ -13,6 +13,7 @@ use super::report::{DiffReport, Keep};
 use super::{DiffError, DiffOptions, MatchMode, Unpaired};
 use crate::dump::Dump;
 use crate::payload::Payload;
+use crate::progress::Progress;
 use crate::record::Record;
 use crate::stream::{DumpInfo, RecordStream};
 
@@ -169,12 +170,14 @@ fn merge(
     b: impl Iterator<Item = Result<Record, Error>>,
     pb: &Payload,
     o: &DiffOptions,
-    report: &mut DiffReport,
+    (report, progress): (&mut DiffReport, &mut Progress),
 ) -> Result<(), Stop> {
     let mut ga = Groups::new(a, o.match_mode, "A");
     let mut gb = Groups::new(b, o.match_mode, "B");
     let (mut x, mut y) = (ga.next()?, gb.next()?);
+    let total = report.expected_records;
     loop {
+        progress.update(ga.records + gb.records, total);
         match (&x, &y) {
             (None, None) => break,
             (Some((ka, ra)), Some((kb, rb))) if ka == kb => {
@@ -203,6 +206,7 @@ fn merge(
         }
     }
     report.records = (ga.records, gb.records);
+    progress.finish();
     Ok(())
 }
 
@@ -251,15 +255,8 @@ fn merge_in_memory(
     };
     let (va, vb) = (sorted(a), sorted(b));
     let it = |v: Vec<Record>| v.into_iter().map(Ok);
-    merge(
-        it(va),
-        &a.info().payload,
-        it(vb),
-        &b.info().payload,
-        o,
-        report,
-    )
-    .map_err(DiffFailure::from)
+    let (pa, pb) = (&a.info().payload, &b.info().payload);
+    merge(it(va), pa, it(vb), pb, o, (report, &mut Progress::off())).map_err(DiffFailure::from)
 }
 
 /// Compare the dumps at two paths, streaming both: memory holds one key
@@ -275,6 +272,20 @@ pub fn diff_paths(
     options: &DiffOptions,
     keep: Keep,
 ) -> Result<DiffReport, DiffFailure> {
+    diff_paths_with(a, b, options, keep, &mut Progress::off())
+}
+
+/// [`diff_paths`] showing `progress` while the records are read.
+///
+/// # Errors
+/// As for [`diff_paths`].
+pub fn diff_paths_with(
+    a: &Path,
+    b: &Path,
+    options: &DiffOptions,
+    keep: Keep,
+    progress: &mut Progress,
+) -> Result<DiffReport, DiffFailure> {
     options.validate()?;
     let open = |p: &Path| -> Result<RecordStream, Error> {
         RecordStream::open_manifest(&crate::locate::resolve_manifest(p)?)
@@ -283,7 +294,15 @@ pub fn diff_paths(
     let (ia, ib): (std::sync::Arc<DumpInfo>, std::sync::Arc<DumpInfo>) =
         (sa.info().clone(), sb.info().clone());
     let mut report = DiffReport::new(&ia, &ib, *options, keep.clone())?;
-    match merge(sa, &ia.payload, sb, &ib.payload, options, &mut report) {
+    report.expected_records = ia.header.total_tensors + ib.header.total_tensors;
+    match merge(
+        sa,
+        &ia.payload,
+        sb,
+        &ib.payload,
+        options,
+        (&mut report, progress),
+    ) {
         Ok(()) => {}
         Err(Stop::Unsorted(which)) => {
             // Not written by a writer that sorts: pair in memory.

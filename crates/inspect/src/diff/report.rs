@@ -85,6 +85,8 @@ pub struct DiffReport {
     keep: Keep,
     pub(crate) spill: Option<Spill>,
     pub(crate) records: (u64, u64),
+    /// Records both headers announce (for progress).
+    pub(crate) expected_records: u64,
 }
 
 fn dump_notes(side: &str, d: &DumpInfo) -> Vec<String> {
@@ -149,6 +151,7 @@ impl DiffReport {
             keep,
             spill: None.or(spill),
             records: (0, 0),
+            expected_records: 0,
         })
     }
 
