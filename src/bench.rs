@@ -19,6 +19,7 @@ use simpler_workloads::{flood, vector_example};
 use crate::cli::{BenchArgs, BenchName};
 
 mod large;
+mod readers;
 mod submits;
 
 /// One bench's outcome.
@@ -482,9 +483,9 @@ fn replay(a: &BenchArgs) -> Result<Outcome> {
 }
 
 /// `dump view` (first page, full listing) and `dump diff` of two CaseLarge
-/// dumps, in child processes ([`crate::bench_readers`]).
+/// dumps, in child processes (`bench/readers.rs`).
 fn readers(a: &BenchArgs) -> Result<Outcome> {
-    let f = crate::bench_readers::measure(a)?;
+    let f = readers::measure(a)?;
     let mib = |b: u64| b as f64 / f64::from(1 << 20);
     let mut config = chip_config(a)?;
     config.insert("case".into(), json!("CaseLarge"));

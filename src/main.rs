@@ -2,7 +2,6 @@
 //! work lives in the library crates.
 
 mod bench;
-mod bench_readers;
 mod cli;
 mod dispatch_view;
 mod dump_cfg;
