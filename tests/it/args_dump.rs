@@ -9,9 +9,12 @@ use simpler_core::{
     topology::{locate, CoreType, Subtask},
     ChipTensor, DType, KernelError,
 };
-use simpler_dump::{
-    manifest::{ArgsDump, DispatchJson, KernelArgsDump, ScalarValue},
-    DumpConfig,
+use simpler_dump::DumpConfig;
+use simpler_format::{
+    args_dump::ArgsDump,
+    kernel_args::{Dispatch as DispatchJson, KernelArgsDump},
+    scalar::ScalarValue,
+    vocab::{Kind, Stage},
 };
 use simpler_isa::{Args, Core, KResult};
 use simpler_runtime::{KernelDef, Kernels, OrchArgs, Runtime, RuntimeConfig, Scalar, TaskArgs};
@@ -40,8 +43,8 @@ fn value_f64(v: Option<ScalarValue>) -> f64 {
     }
 }
 
-fn hex(s: &str) -> u64 {
-    u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap()
+fn hex(h: &simpler_format::hex::Hex64) -> u64 {
+    h.0
 }
 
 fn run_workload(name: &str, case: &str) -> (tempfile::TempDir, KernelArgsDump, ArgsDump) {
@@ -99,7 +102,7 @@ fn mixed_example_has_six_dispatches_on_one_cluster_per_block() {
             assert_eq!(d.subtask_id, sub.id());
             assert_eq!(d.core_type, sub.core_type().name());
             assert_eq!(d.block_num, 2);
-            assert_eq!(d.stage, "before_dispatch");
+            assert_eq!(d.stage, Stage::BeforeDispatch.name());
             let want_func = match sub {
                 Subtask::Aic => 0,
                 Subtask::Aiv0 => 1,
@@ -107,10 +110,10 @@ fn mixed_example_has_six_dispatches_on_one_cluster_per_block() {
             };
             assert_eq!(d.func_id, want_func);
             let lc = &d.context[0];
-            assert_eq!((lc.arg_index, lc.kind.as_str()), (48, "local_context"));
+            assert_eq!((lc.arg_index, lc.kind.name()), (48, "local_context"));
             assert_eq!((lc.block_idx, lc.block_num), (Some(block as i32), Some(2)));
             let gc = &d.context[1];
-            assert_eq!((gc.arg_index, gc.kind.as_str()), (49, "global_context"));
+            assert_eq!((gc.arg_index, gc.kind.name()), (49, "global_context"));
             assert_eq!(gc.sub_block_id, Some(sub.sub_block_id()));
         }
         assert!(
@@ -167,8 +170,8 @@ fn paged_attention_small1_dispatches_follow_qk_sf_pv_up() {
     let sf = by_task[1];
     let scale = sf.args.last().unwrap();
     assert_eq!(
-        (scale.arg_index, scale.kind.as_str(), scale.dtype.as_str()),
-        (4, "scalar", "FLOAT32")
+        (scale.arg_index, scale.kind, scale.dtype.as_str()),
+        (4, Kind::Scalar, "FLOAT32")
     );
     assert_eq!(value_f64(scale.value), 0.25);
     let ups: Vec<&DispatchJson> = by_task.iter().copied().filter(|d| d.func_id == 3).collect();
@@ -199,7 +202,7 @@ fn paged_attention_small1_dispatches_follow_qk_sf_pv_up() {
     let kinds: Vec<(&str, Option<&str>)> = a
         .args
         .iter()
-        .map(|x| (x.kind.as_str(), x.role.as_deref()))
+        .map(|x| (x.kind.name(), x.role.map(|r| r.name())))
         .collect();
     assert_eq!(
         kinds,
@@ -213,11 +216,14 @@ fn paged_attention_small1_dispatches_follow_qk_sf_pv_up() {
             ("scalar", None)
         ]
     );
-    assert_eq!(a.args[0].dtype, "BFLOAT16");
+    assert_eq!(a.args[0].dtype, DType::from_name("BFLOAT16").unwrap());
     assert_eq!(a.args[0].shape.as_deref(), Some(&[1u64, 16, 16][..]));
     assert_eq!(a.args[0].nbytes, Some(512));
     assert_eq!(value_f64(a.args[6].value), 0.25);
-    assert_eq!(a.args[6].bits.as_deref(), Some("0x000000003e800000"));
+    assert_eq!(
+        a.args[6].bits.map(|b| b.to_string()).as_deref(),
+        Some("0x000000003e800000")
+    );
 }
 
 /// Copies what it can see of its own argument array into row `block` of
@@ -311,7 +317,7 @@ fn descriptors_at_desc_addr_match_the_log_and_scalars_round_trip() {
         let row = &snap[d.block_idx as usize * row_len..][..row_len];
         assert_eq!(row[0], 3, "three tensor slots");
         for (i, a) in d.args.iter().take(3).enumerate() {
-            assert_eq!(a.kind, "tensor");
+            assert_eq!(a.kind, Kind::Tensor);
             assert_eq!(
                 hex(a.desc_addr.as_ref().unwrap()),
                 row[1 + i],
@@ -367,7 +373,7 @@ fn descriptors_at_desc_addr_match_the_log_and_scalars_round_trip() {
     assert!(text.contains("\"bits\":\"0x000000007fc01234\",\"value\":\"nan\""));
     let a: ArgsDump = read_json(&tmp.path().join("tensor_dump/args_dump.json"));
     assert_eq!(a.args[2].value, Some(ScalarValue::UInt((1 << 53) + 1)));
-    assert_eq!(a.args[0].role.as_deref(), Some("output"));
+    assert_eq!(a.args[0].role, Some(simpler_core::ArgRole::Output));
 }
 
 #[test]

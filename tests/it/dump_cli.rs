@@ -14,7 +14,7 @@ use std::{
 };
 
 use common::{assert_no_tmp, files, full_size, read_dump, text};
-use simpler_dump::manifest::Manifest;
+use common::{Kind, Manifest, Status};
 
 fn simpler(cwd: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_simpler"))
@@ -27,13 +27,13 @@ fn simpler(cwd: &Path, args: &[&str]) -> Output {
 /// The manifest is self-consistent and covers the `.bin` exactly.
 fn check_dump(dir: &Path, level: u8, policy: &str) -> Manifest {
     let (m, bin) = read_dump(dir);
-    assert_eq!(m.schema_version, Some(1));
-    assert_eq!(m.status.as_deref(), Some("complete"));
-    assert_eq!(m.dump_level, Some(level));
-    assert_eq!(m.dump_policy.as_deref(), Some(policy));
-    assert_eq!(m.run_dir, "tensor_dump");
-    assert_eq!(m.total_tensors, m.tensors.len() as u64);
-    assert!(m.total_tensors > 0);
+    assert_eq!(m.header.schema_version, Some(1));
+    assert_eq!(m.header.status, Some(Status::Complete));
+    assert_eq!(m.header.dump_level, Some(level));
+    assert_eq!(m.header.dump_policy.as_deref(), Some(policy));
+    assert_eq!(m.header.run_dir, "tensor_dump");
+    assert_eq!(m.header.total_tensors, m.tensors.len() as u64);
+    assert!(m.header.total_tensors > 0);
     assert_eq!(
         m.tensors.iter().map(|r| r.bin_size).sum::<u64>(),
         bin.len() as u64
@@ -96,7 +96,7 @@ fn bare_flag_writes_a_timestamped_run_dir() {
     assert!(m
         .tensors
         .iter()
-        .all(|r| r.kind == "scalar" || r.bin_size == full_size(r)));
+        .all(|r| r.kind == Kind::Scalar || r.bin_size == full_size(r)));
     assert!(
         out.contains("tensor dump:") && out.contains("tensor_dump.json"),
         "the run says where the dump is: {out}"
@@ -279,18 +279,18 @@ fn drop_policy_prints_the_loss_block_policy_loses_nothing() {
     assert_eq!(o.status.code(), Some(0), "stdout: {out}\nstderr: {err}");
     let m = check_dump(&tmp.path().join("lossy/tensor_dump"), 2, "drop");
     assert!(
-        m.truncated_tensors > 0,
+        m.header.truncated_tensors > 0,
         "1 KiB arenas must truncate CaseSmall2's tensors"
     );
     let (dropped, truncated) =
         loss_line(&err).unwrap_or_else(|| panic!("no 'warning: dump lost data' line: {err}"));
     assert!(err.contains("drop policy"), "{err}");
     assert_eq!(
-        dropped, m.dropped_records,
+        dropped, m.header.dropped_records,
         "stderr vs manifest dropped_records"
     );
     assert_eq!(
-        truncated, m.truncated_tensors,
+        truncated, m.header.truncated_tensors,
         "stderr vs manifest truncated_tensors ({dropped} records dropped)"
     );
     assert!(
@@ -302,11 +302,14 @@ fn drop_policy_prints_the_loss_block_policy_loses_nothing() {
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "stdout: {out}\nstderr: {err}");
     let m = check_dump(&tmp.path().join("lossless/tensor_dump"), 2, "block");
-    assert_eq!((m.dropped_records, m.truncated_tensors), (0, 0));
+    assert_eq!(
+        (m.header.dropped_records, m.header.truncated_tensors),
+        (0, 0)
+    );
     assert!(m
         .tensors
         .iter()
-        .all(|r| r.kind == "scalar" || r.bin_size == full_size(r)));
+        .all(|r| r.kind == Kind::Scalar || r.bin_size == full_size(r)));
     assert!(loss_line(&err).is_none(), "{err}");
     assert!(!out.contains("LOST"), "{out}");
     assert_no_tmp(tmp.path());

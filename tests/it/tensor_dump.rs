@@ -35,12 +35,12 @@ use std::{
 
 use common::{
     bf16_f32, bf16_rne, bf16s, default_knobs, dump_config, f32_bytes, f32s, first_f32_diff,
-    full_size, hex16, key, read_dump, run_dumped, runtime, u16_bytes, Dump, Key,
+    full_size, key, read_dump, run_dumped, runtime, u16_bytes, Dump, Key,
 };
-use simpler_dump::{
-    manifest::{Manifest, RecordJson, ScalarValue},
-    DumpConfig, DumpLevel, DumpPolicy,
-};
+use common::{Kind, Manifest, RecordJson, Stage, Status};
+use simpler_core::{ArgRole, DType};
+use simpler_dump::{DumpConfig, DumpLevel, DumpPolicy};
+use simpler_format::scalar::{ScalarValue, WireValue};
 use simpler_workloads::paged_attention::{self, Inputs, PaCase};
 
 // ---------------------------------------------------------------------------
@@ -215,7 +215,13 @@ fn by_task(m: &Manifest) -> BTreeMap<u64, TaskRecs<'_>> {
     for r in &m.tensors {
         let (id, stage, arg) = key(r);
         let e = t.entry(id).or_default();
-        let f = r.func_id.clone().expect("func_id present");
+        let f: Vec<u32> = r
+            .func_id
+            .as_deref()
+            .expect("func_id present")
+            .iter()
+            .map(|&x| u32::try_from(x).expect("a func id"))
+            .collect();
         if e.func.is_empty() {
             e.func = f;
         } else {
@@ -245,8 +251,16 @@ fn shape(r: &RecordJson) -> Vec<usize> {
 }
 
 fn scalar_bits(r: &RecordJson) -> u64 {
-    assert_eq!(r.kind, "scalar", "task {} arg {}", r.task_id, r.arg_index);
-    hex16(r.bits.as_deref().expect("scalar bits"))
+    assert_eq!(
+        r.kind,
+        Kind::Scalar,
+        "task {} arg {}",
+        r.task_id,
+        r.arg_index
+    );
+    let b = r.bits.expect("scalar bits");
+    assert!(b.canonical, "bits written as 0x + 16 digits");
+    b.value
 }
 
 fn assert_bits_eq(what: &str, got: &[u8], want: &[u8]) {
@@ -323,9 +337,13 @@ fn valid_lens(case: &PaCase) -> Vec<usize> {
 fn verify_pa_payloads(r: &PaRun) -> [usize; 4] {
     let d = &r.dump;
     let m = &d.manifest;
-    assert_eq!(m.status.as_deref(), Some("complete"));
+    assert_eq!(m.header.status, Some(Status::Complete));
     assert_eq!(
-        (m.dropped_records, m.truncated_tensors, m.dropped_overwrite),
+        (
+            m.header.dropped_records,
+            m.header.truncated_tensors,
+            m.header.dropped_overwrite
+        ),
         (0, 0, 0)
     );
     let (hd, bs) = (r.case.head_dim as usize, r.case.block_size as usize);
@@ -373,7 +391,7 @@ fn verify_pa_payloads(r: &PaRun) -> [usize; 4] {
                 let valid = s[1];
                 valids.push(valid);
                 assert_eq!(shape(t.after[&1]), [q, bs]);
-                assert_eq!(t.after[&1].dtype, "BFLOAT16");
+                assert_eq!(t.after[&1].dtype, DType::from_name("BFLOAT16").unwrap());
                 let bits = scalar_bits(t.before[&4]);
                 assert_eq!(bits >> 32, 0, "{}: f32 scalar bits zero-extended", what(4));
                 let scale = f32::from_bits(bits as u32);
@@ -419,8 +437,8 @@ fn verify_pa_payloads(r: &PaRun) -> [usize; 4] {
                 );
                 for (k, w) in want.iter().enumerate() {
                     let i = 3 + k as u32;
-                    assert_eq!(t.after[&i].role, "inout");
-                    assert_eq!(t.before[&i].role, "inout");
+                    assert_eq!(t.after[&i].role, ArgRole::InOut);
+                    assert_eq!(t.before[&i].role, ArgRole::InOut);
                     assert_bits_eq(&what(i), a(i), &f32_bytes(w));
                 }
                 if last == 1 {
@@ -476,13 +494,13 @@ fn payload_truth_case_small2() {
 /// query tile — in submission (task id) order.
 fn up_chains<'a, 'b>(
     tasks: &'b BTreeMap<u64, TaskRecs<'a>>,
-) -> BTreeMap<(String, u64), Vec<(u64, &'b TaskRecs<'a>)>> {
-    let mut chains: BTreeMap<(String, u64), Vec<(u64, &'b TaskRecs<'a>)>> = BTreeMap::new();
+) -> BTreeMap<(u64, u64), Vec<(u64, &'b TaskRecs<'a>)>> {
+    let mut chains: BTreeMap<(u64, u64), Vec<(u64, &'b TaskRecs<'a>)>> = BTreeMap::new();
     for (&id, t) in tasks {
         if t.func == [UP] {
             let dst = t.before[&6];
             chains
-                .entry((dst.addr.clone().expect("addr"), dst.start_offset))
+                .entry((dst.addr.expect("addr").value, dst.start_offset))
                 .or_default()
                 .push((id, t));
         }
@@ -527,7 +545,7 @@ fn check_inout_chain(r: &PaRun) {
             );
             for i in 3..=6u32 {
                 let (bi, ai) = (t.before[&i], t.after[&i]);
-                assert_eq!((bi.role.as_str(), ai.role.as_str()), ("inout", "inout"));
+                assert_eq!((bi.role, ai.role), (ArgRole::InOut, ArgRole::InOut));
                 assert_eq!(
                     (&bi.addr, bi.start_offset, &bi.shape),
                     (&ai.addr, ai.start_offset, &ai.shape)
@@ -664,12 +682,16 @@ fn check_scalars(dump: &Dump, mut per_task: impl FnMut(&RecordJson, &TaskRecs<'_
     let raw = raw_values(
         &std::fs::read_to_string(dump.tmp.path().join("tensor_dump/tensor_dump.json")).unwrap(),
     );
-    let scalars: Vec<&RecordJson> = m.tensors.iter().filter(|r| r.kind == "scalar").collect();
+    let scalars: Vec<&RecordJson> = m
+        .tensors
+        .iter()
+        .filter(|r| r.kind == Kind::Scalar)
+        .collect();
     assert_eq!(raw.len(), scalars.len(), "one value per scalar record");
     for (r, tok) in scalars.iter().zip(&raw) {
-        let t = &tasks[&hex16(&r.task_id)];
-        assert_eq!(r.stage, "before_dispatch");
-        assert_eq!(r.role, "input");
+        let t = &tasks[&r.task_id.value];
+        assert_eq!(r.stage, Stage::BeforeDispatch);
+        assert_eq!(r.role, ArgRole::Input);
         assert!(r.shape.is_empty() && r.strides.is_empty());
         assert_eq!((r.numel, r.bin_size, r.bin_offset), (1, 0, 0));
         assert!(!r.truncated && !r.overwritten);
@@ -678,7 +700,7 @@ fn check_scalars(dump: &Dump, mut per_task: impl FnMut(&RecordJson, &TaskRecs<'_
             .before
             .values()
             .chain(t.after.values())
-            .filter(|x| x.kind == "tensor")
+            .filter(|x| x.kind == Kind::Tensor)
             .map(|x| x.arg_index)
             .max()
             .map_or(0, |x| x + 1);
@@ -688,8 +710,13 @@ fn check_scalars(dump: &Dump, mut per_task: impl FnMut(&RecordJson, &TaskRecs<'_
             r.arg_index
         );
         let bits = scalar_bits(r);
-        let value = r.value.expect("scalar value");
-        match r.dtype.as_str() {
+        let value = r
+            .value
+            .clone()
+            .expect("scalar value")
+            .native()
+            .expect("our value forms");
+        match r.dtype.name() {
             "FLOAT32" => {
                 assert_eq!(
                     bits >> 32,
@@ -743,8 +770,8 @@ fn scalars_carry_exact_value_and_bits() {
     // paged_attention: SF's scale, UP's is_first / is_last.
     let r = pa_default("CaseSmall2", 9);
     let n = check_scalars(&r.dump, |s, t| match (t.func[0], s.arg_index) {
-        (SF, 4) => assert_eq!(s.dtype, "FLOAT32"),
-        (UP, 7 | 8) => assert_eq!(s.dtype, "INT32"),
+        (SF, 4) => assert_eq!(s.dtype, DType::from_name("FLOAT32").unwrap()),
+        (UP, 7 | 8) => assert_eq!(s.dtype, DType::from_name("INT32").unwrap()),
         other => panic!("unexpected scalar slot {other:?}"),
     });
     assert_eq!(n, 5 + 2 * 5);
@@ -776,57 +803,71 @@ fn scalars_carry_exact_value_and_bits() {
 fn check_structure(d: &Dump, level: u8) {
     let m = &d.manifest;
     let rs = &m.tensors;
-    assert_eq!(m.schema_version, Some(1));
-    assert_eq!(m.run_dir, "tensor_dump");
-    assert_eq!(m.status.as_deref(), Some("complete"));
-    assert!(m.reason.is_none());
-    assert_eq!(m.bin_file, "tensor_dump.bin");
+    assert_eq!(m.header.schema_version, Some(1));
+    assert_eq!(m.header.run_dir, "tensor_dump");
+    assert_eq!(m.header.status, Some(Status::Complete));
+    assert!(m.header.reason.is_none());
+    assert_eq!(m.header.bin_file, Some(Some("tensor_dump.bin".into())));
     assert_eq!(
-        (m.bin_format.kind.as_str(), m.bin_format.byte_order.as_str()),
+        (
+            m.header.bin_format.kind.as_str(),
+            m.header.bin_format.byte_order.as_str()
+        ),
         ("logical_contiguous", "little_endian")
     );
-    assert_eq!(m.dump_level, Some(level));
+    assert_eq!(m.header.dump_level, Some(level));
     let count = |f: &dyn Fn(&RecordJson) -> bool| rs.iter().filter(|r| f(r)).count() as u64;
-    assert_eq!(m.total_tensors, rs.len() as u64, "total_tensors");
+    assert_eq!(m.header.total_tensors, rs.len() as u64, "total_tensors");
     assert_eq!(
-        m.before_dispatch,
-        count(&|r| r.stage == "before_dispatch"),
+        m.header.before_dispatch,
+        count(&|r| r.stage == Stage::BeforeDispatch),
         "before_dispatch"
     );
     assert_eq!(
-        m.after_completion,
-        count(&|r| r.stage == "after_completion"),
+        m.header.after_completion,
+        count(&|r| r.stage == Stage::AfterCompletion),
         "after_completion"
     );
-    assert_eq!(m.before_dispatch + m.after_completion, m.total_tensors);
     assert_eq!(
-        m.input_tensors,
-        count(&|r| r.kind == "tensor" && r.role == "input"),
+        m.header.before_dispatch + m.header.after_completion,
+        m.header.total_tensors
+    );
+    assert_eq!(
+        m.header.input_tensors,
+        count(&|r| r.kind == Kind::Tensor && r.role == ArgRole::Input),
         "input_tensors"
     );
     assert_eq!(
-        m.output_tensors,
-        count(&|r| r.kind == "tensor" && r.role == "output"),
+        m.header.output_tensors,
+        count(&|r| r.kind == Kind::Tensor && r.role == ArgRole::Output),
         "output_tensors"
     );
     assert_eq!(
-        m.inout_tensors,
-        count(&|r| r.kind == "tensor" && r.role == "inout"),
+        m.header.inout_tensors,
+        count(&|r| r.kind == Kind::Tensor && r.role == ArgRole::InOut),
         "inout_tensors"
     );
-    assert_eq!(m.scalar_args, count(&|r| r.kind == "scalar"), "scalar_args");
     assert_eq!(
-        m.truncated_tensors,
+        m.header.scalar_args,
+        Some(count(&|r| r.kind == Kind::Scalar)),
+        "scalar_args"
+    );
+    assert_eq!(
+        m.header.truncated_tensors,
         count(&|r| r.truncated),
         "truncated_tensors"
     );
     assert_eq!(
-        m.dropped_overwrite,
+        m.header.dropped_overwrite,
         count(&|r| r.overwritten),
         "dropped_overwrite"
     );
     assert_eq!(
-        (m.truncated_tensors, m.dropped_records, m.dropped_overwrite),
+        (
+            m.header.truncated_tensors,
+            m.header.dropped_records,
+            m.header.dropped_overwrite
+        ),
         (0, 0, 0)
     );
     // Sorted by (task_id, stage, arg_index, role), each key once.
@@ -843,11 +884,11 @@ fn check_structure(d: &Dump, level: u8) {
     let mut ranges: Vec<(u64, u64)> = Vec::new();
     for r in rs {
         assert!(
-            ["input", "output", "inout"].contains(&r.role.as_str()),
+            ["input", "output", "inout"].contains(&r.role.name()),
             "role {}",
-            r.role
+            r.role.name()
         );
-        match (r.stage.as_str(), r.role.as_str()) {
+        match (r.stage.name(), r.role.name()) {
             ("before_dispatch", "input" | "inout") | ("after_completion", "output" | "inout") => {}
             other => panic!(
                 "task {} arg {}: role at the wrong stage {other:?}",
@@ -855,8 +896,8 @@ fn check_structure(d: &Dump, level: u8) {
             ),
         }
         assert!(!r.func_id.as_ref().expect("func_id").is_empty());
-        if r.kind == "tensor" {
-            hex16(r.addr.as_deref().expect("tensor addr"));
+        if r.kind == Kind::Tensor {
+            assert!(r.addr.expect("tensor addr").canonical);
             assert_eq!(r.shape.len(), r.strides.len());
             assert_eq!(r.numel, r.shape.iter().product::<u64>());
             if level == 2 {
@@ -898,7 +939,7 @@ fn check_structure(d: &Dump, level: u8) {
     }
     // What the run reported agrees with the files.
     let s = d.report.dump.as_ref().expect("dump summary");
-    assert_eq!(s.records, m.total_tensors);
+    assert_eq!(s.records, m.header.total_tensors);
     assert_eq!(s.bin_bytes, d.bin.len() as u64);
     assert_eq!((s.dropped_records, s.truncated), (0, 0));
     assert_eq!(
@@ -938,7 +979,7 @@ fn header_counters_order_and_byte_ranges() {
             assert_eq!(t.before.keys().copied().collect::<Vec<_>>(), [0, 1, 2, 3]);
             assert_eq!(t.after.keys().copied().collect::<Vec<_>>(), [4, 5, 6]);
             assert!(
-                t.after.values().all(|r| r.role == "output"),
+                t.after.values().all(|r| r.role == ArgRole::Output),
                 "output_existing is dumped as output"
             );
         }
@@ -1087,7 +1128,7 @@ fn levels_apply_to_scalars_too() {
         (m, bin.len(), recs)
     };
     let (m1, bin1, r1) = run(DumpLevel::Marked);
-    let id = hex16(&m1.tensors[0].task_id);
+    let id = m1.tensors[0].task_id.value;
     let inout = (ROWS * COLS * 4) as u64;
     assert_eq!(
         r1,
@@ -1096,8 +1137,8 @@ fn levels_apply_to_scalars_too() {
     assert_eq!(bin1 as u64, 2 * inout);
     let s = &m1.tensors[1];
     assert_eq!(
-        (s.kind.as_str(), s.bits.as_deref()),
-        ("scalar", Some("0x000000003fc00000"))
+        (s.kind, s.bits.map(|b| b.to_string())),
+        (Kind::Scalar, Some("0x000000003fc00000".into()))
     );
     let (_, bin3, r3) = run(DumpLevel::MetaAll);
     assert_eq!(
@@ -1116,11 +1157,11 @@ fn levels_apply_to_scalars_too() {
     assert_eq!(r2[1], ((id, 0, 1), inout));
     let neg = m2.tensors.iter().find(|r| r.arg_index == 3).unwrap();
     assert_eq!(
-        neg.bits.as_deref(),
+        neg.bits.map(|b| b.to_string()).as_deref(),
         Some("0x00000000fffffffd"),
         "INT32 bits zero-extended"
     );
-    assert_eq!(neg.value, Some(ScalarValue::Int(-3)));
+    assert_eq!(neg.value, Some(WireValue::Number(ScalarValue::Int(-3))));
 }
 
 // ---------------------------------------------------------------------------
@@ -1140,15 +1181,15 @@ fn same_records(a: &Dump, b: &Dump, b_index: &HashMap<Key, &RecordJson>) {
         let meta = |x: &RecordJson| {
             (
                 x.func_id.clone(),
-                x.role.clone(),
-                x.kind.clone(),
-                x.dtype.clone(),
+                x.role,
+                x.kind,
+                x.dtype,
                 x.shape.clone(),
                 x.strides.clone(),
                 x.start_offset,
                 x.numel,
-                x.value,
-                x.bits.clone(),
+                x.value.clone(),
+                x.bits,
             )
         };
         assert_eq!(
@@ -1158,7 +1199,7 @@ fn same_records(a: &Dump, b: &Dump, b_index: &HashMap<Key, &RecordJson>) {
         );
         let got = a.bytes(r);
         let full = b.bytes(o);
-        if o.kind == "tensor" {
+        if o.kind == Kind::Tensor {
             assert_eq!(
                 full.len() as u64,
                 full_size(o),
@@ -1191,27 +1232,27 @@ fn drop_policy_counts_every_loss_exactly() {
         })
         .dump;
         let m = &d.manifest;
-        assert_eq!(m.dump_policy.as_deref(), Some("drop"));
-        assert_eq!(m.status.as_deref(), Some("complete"));
+        assert_eq!(m.header.dump_policy.as_deref(), Some("drop"));
+        assert_eq!(m.header.status, Some(Status::Complete));
         // Every record either reached the file or is counted as dropped.
         assert_eq!(
-            m.dropped_records + m.total_tensors,
-            reference.manifest.total_tensors,
+            m.header.dropped_records + m.header.total_tensors,
+            reference.manifest.header.total_tensors,
             "attempt {attempt}: dropped_records {} + present {} != {} written by a block-policy run",
-            m.dropped_records,
-            m.total_tensors,
-            reference.manifest.total_tensors
+            m.header.dropped_records,
+            m.header.total_tensors,
+            reference.manifest.header.total_tensors
         );
         // Exactly the present tensors larger than the arena are truncated.
         let too_big = m
             .tensors
             .iter()
-            .filter(|r| r.kind == "tensor" && full_size(r) > TINY_ARENA as u64)
+            .filter(|r| r.kind == Kind::Tensor && full_size(r) > TINY_ARENA as u64)
             .count() as u64;
         assert!(too_big > 0);
-        assert_eq!(m.truncated_tensors, too_big, "truncated_tensors");
+        assert_eq!(m.header.truncated_tensors, too_big, "truncated_tensors");
         for r in &m.tensors {
-            let over = r.kind == "tensor" && full_size(r) > TINY_ARENA as u64;
+            let over = r.kind == Kind::Tensor && full_size(r) > TINY_ARENA as u64;
             assert_eq!(
                 r.truncated, over,
                 "task {} arg {}: truncated flag",
@@ -1219,7 +1260,7 @@ fn drop_policy_counts_every_loss_exactly() {
             );
             let want = if over {
                 TINY_ARENA as u64
-            } else if r.kind == "tensor" {
+            } else if r.kind == Kind::Tensor {
                 full_size(r)
             } else {
                 0
@@ -1233,11 +1274,14 @@ fn drop_policy_counts_every_loss_exactly() {
         // Header counters, order and ranges hold for a lossy dump as well.
         let hdr = |m: &Manifest| {
             (
-                m.before_dispatch + m.after_completion,
-                m.input_tensors + m.output_tensors + m.inout_tensors + m.scalar_args,
+                m.header.before_dispatch + m.header.after_completion,
+                m.header.input_tensors
+                    + m.header.output_tensors
+                    + m.header.inout_tensors
+                    + m.header.scalar_args.unwrap_or_default(),
             )
         };
-        assert_eq!(hdr(m), (m.total_tensors, m.total_tensors));
+        assert_eq!(hdr(m), (m.header.total_tensors, m.header.total_tensors));
         let keys: Vec<Key> = m.tensors.iter().map(key).collect();
         assert!(keys.windows(2).all(|w| w[0] < w[1]));
         assert_eq!(
@@ -1247,8 +1291,8 @@ fn drop_policy_counts_every_loss_exactly() {
         // Kept bytes are the real bytes (a prefix when truncated).
         same_records(&d, &reference, &ref_index);
         let s = d.report.dump.as_ref().unwrap();
-        assert_eq!(s.records, m.total_tensors);
-        if m.dropped_records > 0 {
+        assert_eq!(s.records, m.header.total_tensors);
+        if m.header.dropped_records > 0 {
             dropped_runs += 1;
         }
     }
@@ -1270,17 +1314,17 @@ fn drop_policy_reported_losses_agree_with_manifest() {
         .dump;
         let m = &d.manifest;
         let s = d.report.dump.as_ref().unwrap();
-        assert_eq!(s.records, m.total_tensors);
+        assert_eq!(s.records, m.header.total_tensors);
         assert_eq!(
-            s.dropped_records, m.dropped_records,
+            s.dropped_records, m.header.dropped_records,
             "summary dropped_records vs manifest"
         );
         assert_eq!(
-            s.truncated, m.truncated_tensors,
+            s.truncated, m.header.truncated_tensors,
             "attempt {attempt}: the run reports {} truncated records (summary and stderr) but the manifest holds {} truncated records; {} records were dropped",
-            s.truncated, m.truncated_tensors, m.dropped_records
+            s.truncated, m.header.truncated_tensors, m.header.dropped_records
         );
-        if m.dropped_records > 0 {
+        if m.header.dropped_records > 0 {
             return;
         }
     }
@@ -1294,7 +1338,7 @@ fn drop_policy_reported_losses_agree_with_manifest() {
 #[test]
 fn drop_policy_counts_only_tensor_records_with_kernel_args_dump_on() {
     let (case, seed) = ("CaseSmall2", 4);
-    let want = pa_default(case, seed).dump.manifest.total_tensors;
+    let want = pa_default(case, seed).dump.manifest.header.total_tensors;
     for attempt in 0..5 {
         let d = run_pa(case, seed, |dir| DumpConfig {
             kernel_args: true,
@@ -1304,14 +1348,14 @@ fn drop_policy_counts_only_tensor_records_with_kernel_args_dump_on() {
         .dump;
         let m = &d.manifest;
         assert_eq!(
-            m.dropped_records + m.total_tensors,
+            m.header.dropped_records + m.header.total_tensors,
             want,
             "attempt {attempt}: dropped_records {} + present {} != {want} tensor-dump records of a lossless run",
-            m.dropped_records,
-            m.total_tensors
+            m.header.dropped_records,
+            m.header.total_tensors
         );
         // Dispatch records have their own count, in their own file.
-        let k: simpler_dump::manifest::KernelArgsDump = serde_json::from_slice(
+        let k: simpler_format::kernel_args::KernelArgsDump = serde_json::from_slice(
             &std::fs::read(d.tmp.path().join("tensor_dump/kernel_args_dump.json")).unwrap(),
         )
         .unwrap();
@@ -1322,8 +1366,8 @@ fn drop_policy_counts_only_tensor_records_with_kernel_args_dump_on() {
         );
         let summary = d.report.dump.as_ref().unwrap();
         assert_eq!(summary.dropped_dispatches, k.dropped_dispatches);
-        assert_eq!(summary.dropped_records, m.dropped_records);
-        if m.dropped_records > 0 {
+        assert_eq!(summary.dropped_records, m.header.dropped_records);
+        if m.header.dropped_records > 0 {
             return;
         }
     }
@@ -1341,15 +1385,18 @@ fn block_policy_with_tiny_arena_loses_nothing() {
     .dump;
     check_structure(&d, 2);
     let m = &d.manifest;
-    assert_eq!(m.dump_policy.as_deref(), Some("block"));
-    assert_eq!(m.total_tensors, reference.manifest.total_tensors);
+    assert_eq!(m.header.dump_policy.as_deref(), Some("block"));
+    assert_eq!(
+        m.header.total_tensors,
+        reference.manifest.header.total_tensors
+    );
     assert!(
         m.tensors.iter().any(|r| full_size(r) > TINY_ARENA as u64),
         "some tensors exceed the arena"
     );
     for r in &m.tensors {
         assert!(!r.truncated);
-        if r.kind == "tensor" {
+        if r.kind == Kind::Tensor {
             assert_eq!(
                 r.bin_size,
                 full_size(r),
@@ -1377,8 +1424,8 @@ fn block_policy_with_tiny_arena_loses_nothing() {
 fn marked(workload: &str, r: &RecordJson, last_task: u64) -> bool {
     let f = r.func_id.as_deref().unwrap();
     match workload {
-        "paged_attention" => f == [UP] && r.arg_index == 6,
-        "vector_example" => hex16(&r.task_id) == last_task && r.arg_index == 2,
+        "paged_attention" => f == [i64::from(UP)] && r.arg_index == 6,
+        "vector_example" => r.task_id.value == last_task && r.arg_index == 2,
         "mixed_example" => (4..=6).contains(&r.arg_index),
         "flood" => r.arg_index == 1,
         other => panic!("{other}"),
@@ -1406,7 +1453,7 @@ fn levels_1_and_3_dump_exactly_the_marked_args() {
             .manifest
             .tensors
             .iter()
-            .map(|r| hex16(&r.task_id))
+            .map(|r| r.task_id.value)
             .max()
             .unwrap();
         let all_index = all.index();
@@ -1464,9 +1511,13 @@ fn case_large_every_task_once_per_stage_without_loss() {
     let r = pa_default("CaseLarge", 1);
     let t_run = t0.elapsed();
     let m = &r.dump.manifest;
-    assert_eq!(m.status.as_deref(), Some("complete"));
+    assert_eq!(m.header.status, Some(Status::Complete));
     assert_eq!(
-        (m.dropped_records, m.truncated_tensors, m.dropped_overwrite),
+        (
+            m.header.dropped_records,
+            m.header.truncated_tensors,
+            m.header.dropped_overwrite
+        ),
         (0, 0, 0),
         "loss counters"
     );
@@ -1493,18 +1544,18 @@ fn case_large_every_task_once_per_stage_without_loss() {
         for (&i, rec) in t.before.iter().chain(&t.after) {
             let slot = pa_slots(f)[i as usize];
             let role = match slot {
-                Slot::In | Slot::Scalar => "input",
-                Slot::Out => "output",
-                Slot::InOut => "inout",
+                Slot::In | Slot::Scalar => ArgRole::Input,
+                Slot::Out => ArgRole::Output,
+                Slot::InOut => ArgRole::InOut,
             };
             assert_eq!(rec.role, role, "task {id:#x} arg {i}");
             assert_eq!(
-                rec.kind == "scalar",
+                rec.kind == Kind::Scalar,
                 slot == Slot::Scalar,
                 "task {id:#x} arg {i}"
             );
             assert!(!rec.truncated && !rec.overwritten);
-            if rec.kind == "tensor" {
+            if rec.kind == Kind::Tensor {
                 assert_eq!(rec.bin_size, full_size(rec));
             }
         }
@@ -1512,7 +1563,7 @@ fn case_large_every_task_once_per_stage_without_loss() {
         want_total += b.len() + a.len();
     }
     assert_eq!(per_func, [16_384; 4]);
-    assert_eq!(m.total_tensors as usize, want_total);
+    assert_eq!(m.header.total_tensors as usize, want_total);
     let total: u64 = m.tensors.iter().map(|x| x.bin_size).sum();
     assert_eq!(total, r.dump.bin.len() as u64);
     let keys: Vec<Key> = m.tensors.iter().map(key).collect();
@@ -1525,7 +1576,7 @@ fn case_large_every_task_once_per_stage_without_loss() {
     verify_pa_payloads(&r);
     eprintln!(
         "CaseLarge: {} records, {:.1} MiB payload; run+read {:.2} s, structure checks {:.2} s, payload truth {:.2} s",
-        m.total_tensors,
+        m.header.total_tensors,
         r.dump.bin.len() as f64 / f64::from(1 << 20),
         t_run.as_secs_f64(),
         (t_check - t_run).as_secs_f64(),
@@ -1576,10 +1627,14 @@ fn an_empty_dump_is_a_valid_manifest() {
         .unwrap();
     assert_eq!(report.dump.as_ref().map(|d| d.records), Some(0));
     let (m, bin) = read_dump(tmp.path());
-    assert_eq!(m.status.as_deref(), Some("complete"));
+    assert_eq!(m.header.status, Some(Status::Complete));
     assert!(m.tensors.is_empty() && bin.is_empty());
     assert_eq!(
-        (m.total_tensors, m.before_dispatch, m.after_completion),
+        (
+            m.header.total_tensors,
+            m.header.before_dispatch,
+            m.header.after_completion
+        ),
         (0, 0, 0)
     );
 }

@@ -28,7 +28,6 @@ use parking_lot::Mutex;
 
 use crate::{
     durable::TempFile,
-    export::{dispatch_json, orch_arg_json},
     kept::{Kept, Tables},
     record::{Record, UnfinishedTask},
     DumpConfig, DumpError, Producer,
@@ -109,7 +108,7 @@ pub(crate) struct Collected {
     /// Their interned layouts and func-id lists.
     pub tables: Tables,
     /// Orchestration arguments.
-    pub orch: Vec<crate::manifest::OrchArgJson>,
+    pub orch: Vec<simpler_format::args_dump::OrchArg>,
     /// Dispatches: (dispatch id, range of `dispatch_json`).
     pub dispatches: Vec<(u64, std::ops::Range<usize>)>,
     /// Every dispatch's JSON, back to back.
@@ -224,10 +223,10 @@ fn collector_main(
                     }
                 }
                 Record::Tensor(r) => c.kept.push(c.tables.keep(r, base)),
-                Record::OrchArg(o) => c.orch.push(orch_arg_json(o)),
+                Record::OrchArg(o) => c.orch.push(crate::side_files::orch_arg(o)),
                 Record::Dispatch(d) => {
                     let start = c.dispatch_json.len();
-                    let j = dispatch_json(d, &batch.side[d.side_offset as usize..]);
+                    let j = crate::side_files::dispatch(d, &batch.side[d.side_offset as usize..]);
                     c.dispatch_args += j.args.len() as u64;
                     serde_json::to_writer(&mut c.dispatch_json, &j).expect("dispatch serializes");
                     c.dispatches
@@ -263,7 +262,9 @@ pub struct UnfinishedCounts {
 /// What was written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DumpSummary {
-    /// `tensor_dump.json` (when the tensor dump was on).
+    /// The per-task manifest (`tensor_dump.json`, upstream `args_dump.json`)
+    /// when the tensor dump was on and wrote it (the upstream layout writes
+    /// none for a complete run without records, as the upstream runtime).
     pub json_path: Option<PathBuf>,
     /// `args_dump.json` (when asked for and written).
     pub args_path: Option<PathBuf>,
@@ -271,7 +272,7 @@ pub struct DumpSummary {
     pub kernel_args_path: Option<PathBuf>,
     /// Dispatches recorded in the kernel args dump.
     pub dispatches: u64,
-    /// `tensor_dump.bin`.
+    /// The payload file (`tensor_dump.bin`, upstream `args.bin`).
     pub bin_path: PathBuf,
     /// Tensor-dump records written.
     pub records: u64,
@@ -319,11 +320,6 @@ impl std::fmt::Debug for DumpSession {
     }
 }
 
-/// Payload file name.
-pub const BIN_FILE: &str = "tensor_dump.bin";
-/// Manifest file name.
-pub const JSON_FILE: &str = "tensor_dump.json";
-
 impl DumpSession {
     /// Create the folder and the `.bin` (under its temporary name until the
     /// manifest describes it), start the collector.
@@ -336,9 +332,10 @@ impl DumpSession {
                 "dump arena and queue must be at least 1".into(),
             ));
         }
+        let write_dir = cfg.write_dir();
         let created_dirs =
-            crate::durable::create_dir_all(&cfg.dir).map_err(|e| DumpError::io(&cfg.dir, e))?;
-        let bin_path = cfg.dir.join(BIN_FILE);
+            crate::durable::create_dir_all(&write_dir).map_err(|e| DumpError::io(&write_dir, e))?;
+        let bin_path = cfg.files().bin;
         let bin = match cfg.level {
             Some(_) => match TempFile::create(&bin_path) {
                 Ok(f) => Some(f),

@@ -1,6 +1,12 @@
 //! What to dump and how hard to try.
 
-use std::{fmt, path::PathBuf, str::FromStr};
+use std::{
+    fmt,
+    path::{Path, PathBuf},
+    str::FromStr,
+};
+
+use simpler_format::files;
 
 /// `--dump-tensor` level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -82,6 +88,61 @@ impl FromStr for DumpPolicy {
     }
 }
 
+/// Which file layout a dump is written in (DESIGN §6, §6b).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DumpLayout {
+    /// Ours: `tensor_dump/{tensor_dump.json, tensor_dump.bin, args_dump.json,
+    /// kernel_args_dump.json}`.
+    #[default]
+    Native,
+    /// The upstream runtime's: `args_dump/{args_dump.json, args.bin}`, with
+    /// `orch_args_dump.json` and `kernel_args_dump.json` beside the folder
+    /// (its validator forbids other files inside it).
+    Upstream,
+}
+
+impl DumpLayout {
+    /// `native` or `upstream`.
+    pub fn name(self) -> &'static str {
+        match self {
+            DumpLayout::Native => "native",
+            DumpLayout::Upstream => "upstream",
+        }
+    }
+
+    /// The dump folder's name inside a run directory.
+    pub fn dir_name(self) -> &'static str {
+        match self {
+            DumpLayout::Native => files::TENSOR_DUMP_DIR,
+            DumpLayout::Upstream => files::UPSTREAM_DIR,
+        }
+    }
+}
+
+impl FromStr for DumpLayout {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "native" => Ok(DumpLayout::Native),
+            "upstream" => Ok(DumpLayout::Upstream),
+            _ => Err(format!("--dump-layout {s}: expected native or upstream")),
+        }
+    }
+}
+
+/// Where each file of a dump goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DumpFiles {
+    /// The per-task manifest (`tensor_dump.json` / `args_dump.json`).
+    pub manifest: PathBuf,
+    /// Its payload (`tensor_dump.bin` / `args.bin`).
+    pub bin: PathBuf,
+    /// The orchestration args dump.
+    pub args: PathBuf,
+    /// The kernel args dump.
+    pub kernel_args: PathBuf,
+}
+
 /// Default payload bytes per producer buffer: large enough that a batch
 /// write costs little per byte, small enough that the buffers a run keeps
 /// (producers + queue + 1) stay a few MiB of memory to fault in.
@@ -110,6 +171,8 @@ pub struct DumpConfig {
     pub workload: String,
     /// Case name, recorded in `args_dump.json`.
     pub case: String,
+    /// File layout.
+    pub layout: DumpLayout,
 }
 
 impl DumpConfig {
@@ -126,6 +189,44 @@ impl DumpConfig {
             kernel_args: false,
             workload: String::new(),
             case: String::new(),
+            layout: DumpLayout::Native,
+        }
+    }
+
+    /// The file paths of this dump's layout: everything inside `dir`, or
+    /// for the upstream layout the side files beside it.
+    pub fn files(&self) -> DumpFiles {
+        let d = &self.dir;
+        match self.layout {
+            DumpLayout::Native => DumpFiles {
+                manifest: d.join(files::TENSOR_DUMP_JSON),
+                bin: d.join(files::TENSOR_DUMP_BIN),
+                args: d.join(files::ARGS_FILE),
+                kernel_args: d.join(files::KERNEL_ARGS_FILE),
+            },
+            DumpLayout::Upstream => {
+                let beside = d.parent().unwrap_or(Path::new(""));
+                DumpFiles {
+                    manifest: d.join(files::UPSTREAM_JSON),
+                    bin: d.join(files::UPSTREAM_BIN),
+                    args: beside.join(files::UPSTREAM_ORCH_ARGS_FILE),
+                    kernel_args: beside.join(files::KERNEL_ARGS_FILE),
+                }
+            }
+        }
+    }
+
+    /// The folder files are written into: `dir`, or for an upstream-layout
+    /// dump without per-task records the folder beside which the side
+    /// files go (no empty `args_dump/` is made).
+    pub fn write_dir(&self) -> PathBuf {
+        match (self.layout, self.level) {
+            (DumpLayout::Upstream, None) => self
+                .files()
+                .args
+                .parent()
+                .map_or_else(PathBuf::new, Path::to_path_buf),
+            _ => self.dir.clone(),
         }
     }
 }

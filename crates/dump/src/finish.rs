@@ -23,11 +23,12 @@ use std::{
 };
 
 use crate::{
-    collector::{remove_dirs, Collected, DumpSummary, RunStatus, UnfinishedCounts, JSON_FILE},
+    collector::{remove_dirs, Collected, DumpSummary, RunStatus, UnfinishedCounts},
     durable::{self, is_disk_full, os_message, TempFile},
-    export::{write_args_dump, write_kernel_args_dump, write_manifest, ManifestEnd},
+    export::{write_manifest, ManifestEnd},
     record::UnfinishedTask,
-    DumpConfig, DumpError,
+    side_files::{write_args_dump, write_kernel_args_dump},
+    DumpConfig, DumpError, DumpLayout, DumpLevel,
 };
 
 /// Records the drop policy discarded, by file.
@@ -100,10 +101,13 @@ pub(crate) fn export(
         Some(e) if is_disk_full(e) => 1,
         _ => 0,
     };
-    let json = cfg.dir.join(JSON_FILE);
-    let manifest = cfg
-        .level
-        .map(|_| TempFile::create(&json).map_err(|e| Failed(durable::temp_path(&json), e)));
+    let json = cfg.files().manifest;
+    let manifest = (cfg.level.is_some() && !skip_manifest(cfg, &end, &c))
+        .then(|| TempFile::create(&json).map_err(|e| Failed(durable::temp_path(&json), e)));
+    if manifest.is_none() {
+        // No per-task manifest: the payload file goes with it.
+        c.bin.take();
+    }
     let result = match manifest {
         Some(Err(f)) => Err(f),
         Some(Ok(m)) => attempts(cfg, &end, &mut c, &mut p, m, first),
@@ -116,12 +120,45 @@ pub(crate) fn export(
             source: e,
         });
     }
-    for d in &end.created_dirs {
+    // A folder left empty (an upstream-layout dump without records) goes;
+    // the others are kept, each with its entry in its parent made durable.
+    remove_dirs(&end.created_dirs);
+    for d in end.created_dirs.iter().filter(|d| d.is_dir()) {
         durable::keep_dir(d);
-        // The folder's own entry in its parent.
         let _ = durable::sync_dir(d.parent().unwrap_or(Path::new("")));
     }
     Ok(summary(cfg, &end, &c, p))
+}
+
+/// The upstream runtime writes no `args_dump.json` for a dump without
+/// records; a complete run of ours in its layout does the same (an
+/// incomplete one keeps its manifest: the reason matters more).
+fn skip_manifest(cfg: &DumpConfig, end: &Ending, c: &Collected) -> bool {
+    cfg.layout == DumpLayout::Upstream
+        && c.kept.is_empty()
+        && c.lost == 0
+        && end.losses.tensors == 0
+        && end.status == RunStatus::Complete
+        && c.bin_error.is_none()
+}
+
+/// Whether the payload file is kept: always, except that the upstream
+/// layout at level 3 has no `args.bin` (and `bin_file: null`) when no byte
+/// was dumped.
+fn keeps_bin(cfg: &DumpConfig, c: &Collected) -> bool {
+    !(cfg.layout == DumpLayout::Upstream
+        && cfg.level == Some(DumpLevel::MetaAll)
+        && payload_end(c) == 0)
+}
+
+/// End of the last payload a kept record points into.
+fn payload_end(c: &Collected) -> u64 {
+    c.kept
+        .iter()
+        .filter(|k| k.bin_size > 0)
+        .map(|k| k.bin_offset + k.bin_size)
+        .max()
+        .unwrap_or(0)
 }
 
 /// Try the pending files with less and less payload until the manifest
@@ -143,7 +180,7 @@ fn attempts(
         write_side_files(cfg, end, c, p)?;
         let m = manifest.as_ref().expect("present until persisted");
         match write_tensor_manifest(cfg, end, c, p, m) {
-            Ok(()) => return place(c, manifest.take().expect("present"), &cfg.dir),
+            Ok(()) => return place(cfg, c, manifest.take().expect("present")),
             Err(Failed(_, e)) if is_disk_full(&e) && i + 1 < KEEP.len() => p.failed(&e),
             Err(f) => return Err(f),
         }
@@ -173,17 +210,20 @@ fn write_side_files(
     c: &mut Collected,
     p: &mut Progress,
 ) -> Result<(), Failed> {
-    let given_up = |p: &Progress, name: &str| p.not_written.iter().any(|(f, _)| f.ends_with(name));
-    if cfg.args && p.args.is_none() && !given_up(p, crate::ARGS_FILE) {
+    let given_up =
+        |p: &Progress, name: &std::ffi::OsStr| p.not_written.iter().any(|(f, _)| f.ends_with(name));
+    let files = cfg.files();
+    let given_up = |p: &Progress, f: &Path| given_up(p, f.file_name().unwrap_or_default());
+    if cfg.args && p.args.is_none() && !given_up(p, &files.args) {
         match write_args_dump(cfg, &c.orch, end.losses.args) {
             Ok(path) => p.args = Some(path),
-            Err(e) => side_failure(p, cfg.dir.join(crate::ARGS_FILE), e.into())?,
+            Err(e) => side_failure(p, files.args, e.into())?,
         }
     }
-    if cfg.kernel_args && p.kernel_args.is_none() && !given_up(p, crate::KERNEL_ARGS_FILE) {
+    if cfg.kernel_args && p.kernel_args.is_none() && !given_up(p, &files.kernel_args) {
         match write_kernel_args_dump(cfg, c, end.losses.dispatches) {
             Ok(path) => p.kernel_args = Some(path),
-            Err(e) => side_failure(p, cfg.dir.join(crate::KERNEL_ARGS_FILE), e.into())?,
+            Err(e) => side_failure(p, files.kernel_args, e.into())?,
         }
     }
     Ok(())
@@ -225,40 +265,37 @@ fn write_tensor_manifest(
             status: &status,
             unfinished: &end.unfinished,
             dropped,
+            has_bin: keeps_bin(cfg, c),
         },
     )
     .map_err(|e| Failed(m.path().to_path_buf(), e))
 }
 
 /// The `.bin` then the manifest into place, both fsynced, then the folder.
-/// Bytes no kept record points into (a write cut short) are cut first.
-fn place(c: &mut Collected, manifest: TempFile, dir: &Path) -> Result<(), Failed> {
-    let end = c
-        .kept
-        .iter()
-        .filter(|k| k.bin_size > 0)
-        .map(|k| k.bin_offset + k.bin_size)
-        .max()
-        .unwrap_or(0);
+/// Bytes no kept record points into (a write cut short) are cut first; a
+/// payload file the layout does not keep ([`keeps_bin`]) is removed.
+fn place(cfg: &DumpConfig, c: &mut Collected, manifest: TempFile) -> Result<(), Failed> {
+    let files = cfg.files();
+    let end = payload_end(c);
     if end < c.bin_bytes {
         cut(c, end)?;
+    }
+    if !keeps_bin(cfg, c) {
+        c.bin.take();
     }
     let bin = match c.bin.take() {
         Some(b) => {
             let at = b.path().to_path_buf();
-            Some(
-                b.rename_into_place(&dir.join(crate::BIN_FILE))
-                    .map_err(|e| Failed(at, e))?,
-            )
+            Some(b.rename_into_place(&files.bin).map_err(|e| Failed(at, e))?)
         }
         None => None,
     };
     let at = manifest.path().to_path_buf();
     manifest
-        .persist(&dir.join(JSON_FILE))
+        .persist(&files.manifest)
         .map_err(|e| Failed(at, e))?;
     if let Some(b) = bin {
-        b.keep().map_err(|e| Failed(dir.to_path_buf(), e))?;
+        b.keep().map_err(|e| Failed(cfg.dir.clone(), e))?;
     }
     Ok(())
 }
@@ -304,8 +341,9 @@ fn summary(cfg: &DumpConfig, end: &Ending, c: &Collected, p: Progress) -> DumpSu
             cfg.dir.display()
         );
     }
+    let files = cfg.files();
     DumpSummary {
-        json_path: cfg.level.map(|_| cfg.dir.join(JSON_FILE)),
+        json_path: (cfg.level.is_some() && files.manifest.is_file()).then_some(files.manifest),
         args_path: p.args,
         kernel_args_path: p.kernel_args,
         dispatches: c.dispatches.len() as u64,

@@ -86,18 +86,18 @@ impl Kept {
     /// (task_id, stage, arg_index, role) packed above bit 32, leaving the
     /// low 32 bits for the record's index, so one `u128` sort orders them.
     /// Stages in their enum order: a hang snapshot sorts after the task's
-    /// completion records.
-    pub fn sort_key(&self) -> u128 {
+    /// completion records. Roles in the layout's order ([`role_rank`]).
+    pub fn sort_key(&self, upstream: bool) -> u128 {
         (u128::from(self.task_id) << 64)
             | (u128::from(self.stage() as u8) << 62)
             | (u128::from(self.arg_index) << 54)
-            | (u128::from(role_rank(self.role())) << 52)
+            | (u128::from(role_rank(self.role(), upstream)) << 52)
     }
 }
 
 /// What identifies a layout: everything of a record that repeats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum LayoutKey {
+pub(crate) enum LayoutKey {
     Tensor {
         dtype: DType,
         ndims: u8,
@@ -118,6 +118,8 @@ pub(crate) struct Layout {
     pub mid: Vec<u8>,
     /// Scalar dtype (for its value).
     pub dtype: DType,
+    /// What the fragments were made from (for the upstream layout's writer).
+    pub key: LayoutKey,
 }
 
 /// Interned layouts and func-id lists.
@@ -127,6 +129,8 @@ pub(crate) struct Tables {
     layout_ids: HashMap<LayoutKey, u32>,
     /// `[f0,f1]` per func-id list.
     pub funcs: Vec<Vec<u8>>,
+    /// The same lists as numbers.
+    pub func_lists: Vec<Vec<u32>>,
     func_ids: HashMap<([u32; 3], u8), u32>,
     /// Small cache in front of `layout_ids` (records cycle through a few
     /// layouts), replaced round-robin.
@@ -214,6 +218,7 @@ impl Tables {
             let mut s = Vec::new();
             push_list(&mut s, &ids[..usize::from(key.1)]);
             self.funcs.push(s);
+            self.func_lists.push(ids[..usize::from(key.1)].to_vec());
             (self.funcs.len() - 1) as u32
         });
         self.last_funcs = Some((key, id));
@@ -221,7 +226,7 @@ impl Tables {
     }
 
     /// Append the JSON of `k` — byte for byte what serde writes for the
-    /// same record as [`crate::manifest::RecordJson`] (tested).
+    /// same record as [`simpler_format::tensor_dump::Record`] (tested).
     pub fn write_json(&self, out: &mut Vec<u8>, k: &Kept) {
         let layout = &self.layouts[k.layout as usize];
         out.extend_from_slice(b"{\"task_id\":\"");
@@ -241,7 +246,7 @@ impl Tables {
                 dtype: layout.dtype,
             };
             // Floats need the shortest round-trip form: serde_json (ryu) does it.
-            serde_json::to_writer(&mut *out, &crate::export::scalar_value(s))
+            serde_json::to_writer(&mut *out, &simpler_format::scalar::encode(s.dtype, s.bits))
                 .expect("scalar serializes");
             out.extend_from_slice(b",\"bits\":\"");
             push_hex64(out, k.addr_or_bits);
@@ -266,6 +271,7 @@ impl Tables {
 fn layout_json(key: &LayoutKey) -> Layout {
     let mut head = Vec::new();
     let mut mid = Vec::new();
+    let key_copy = *key;
     match *key {
         LayoutKey::Tensor {
             dtype,
@@ -288,7 +294,12 @@ fn layout_json(key: &LayoutKey) -> Layout {
             let numel: u64 = shape[..n].iter().map(|&x| u64::from(x)).product();
             push_int(&mut mid, numel);
             mid.extend_from_slice(b",\"addr\":\"");
-            Layout { head, mid, dtype }
+            Layout {
+                head,
+                mid,
+                dtype,
+                key: key_copy,
+            }
         }
         LayoutKey::Scalar(dtype) => {
             head.extend_from_slice(b",\"kind\":\"scalar\",\"dtype\":\"");
@@ -296,7 +307,12 @@ fn layout_json(key: &LayoutKey) -> Layout {
             head.extend_from_slice(
                 b"\",\"shape\":[],\"strides\":[],\"start_offset\":0,\"is_contiguous\":true,\"numel\":1,\"bin_offset\":0,\"bin_size\":0,\"truncated\":false,\"overwritten\":false,\"value\":",
             );
-            Layout { head, mid, dtype }
+            Layout {
+                head,
+                mid,
+                dtype,
+                key: key_copy,
+            }
         }
     }
 }
@@ -363,10 +379,10 @@ mod tests {
             kept(2, Stage::BeforeDispatch, 0, ArgRole::Input),
         ];
         for w in order.windows(2) {
-            assert!(w[0].sort_key() < w[1].sort_key(), "{w:?}");
+            assert!(w[0].sort_key(false) < w[1].sort_key(false), "{w:?}");
         }
         for k in &order {
-            assert_eq!(k.sort_key() as u32, 0, "the low 32 bits stay free");
+            assert_eq!(k.sort_key(false) as u32, 0, "the low 32 bits stay free");
         }
         assert_eq!(order[6].stage(), Stage::HangSnapshot);
         assert_eq!(order[6].role(), ArgRole::InOut);

@@ -9,6 +9,11 @@
 //! unfinished tasks when the run ended abnormally (a full disk included:
 //! what reached it is described, the rest counted).
 //!
+//! Two layouts ([`DumpLayout`], [`DumpConfig::files`]): ours (DESIGN §6)
+//! and the upstream runtime's (`args_dump/{args_dump.json, args.bin}`,
+//! §6b), both from `simpler-format`'s types — the native records through a
+//! hand-written formatter checked against them byte for byte.
+//!
 //! The reading side (readers, viewer, diff) is `simpler-inspect`; the wire
 //! types of every file are `simpler-format`'s.
 #![deny(missing_docs)]
@@ -17,21 +22,21 @@ mod collector;
 mod config;
 pub mod durable;
 mod error;
-pub mod export;
+mod export;
 mod finish;
 mod kept;
 #[cfg(test)]
 mod kept_format_check;
-pub mod manifest;
 mod producer;
 mod record;
+mod side_files;
+mod upstream;
 
-pub use collector::{DumpSession, DumpSummary, RunStatus, UnfinishedCounts, BIN_FILE, JSON_FILE};
-pub use config::{DumpConfig, DumpLevel, DumpPolicy, DEFAULT_ARENA_BYTES};
+pub use collector::{DumpSession, DumpSummary, RunStatus, UnfinishedCounts};
+pub use config::{DumpConfig, DumpFiles, DumpLayout, DumpLevel, DumpPolicy, DEFAULT_ARENA_BYTES};
 pub use error::DumpError;
-pub use export::{ARGS_FILE, KERNEL_ARGS_FILE};
 pub use producer::{DispatchView, Producer, TaskView};
 pub use record::{
-    role_name, DispatchRecord, OrchArgRecord, Record, Stage, Subject, TaskState, TensorRecord,
-    UnfinishedTask,
+    role_name, takes, upstream_role, DispatchRecord, OrchArgRecord, Record, Stage, Subject,
+    TaskState, TensorRecord, UnfinishedTask,
 };

@@ -17,7 +17,9 @@ use simpler_core::{
 
 use crate::{
     collector::{Batch, Shared},
-    record::{DispatchRecord, OrchArgRecord, Record, Stage, Subject, TensorRecord, CAPTURE_HEAD},
+    record::{
+        takes, DispatchRecord, OrchArgRecord, Record, Stage, Subject, TensorRecord, CAPTURE_HEAD,
+    },
     DumpPolicy,
 };
 
@@ -121,7 +123,7 @@ impl Producer {
             truncated: false,
         };
         for (i, t) in task.tensors.iter().enumerate() {
-            if !stage.takes(t.role) || !level.records(t.marked) {
+            if !takes(stage, t.role) || !level.records(t.marked) {
                 continue;
             }
             let rec = TensorRecord {

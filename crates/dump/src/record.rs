@@ -2,62 +2,45 @@
 
 use simpler_core::{topology::Subtask, ArgRole, ChipTensor, DType, Scalar, TaskId};
 
-/// When a record was taken.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Stage {
-    /// Inputs, inouts and scalars, once per task before its first block runs.
-    BeforeDispatch = 0,
-    /// Outputs and inouts, once per task after its last subtask finished.
-    AfterCompletion = 1,
-    /// Outputs and inouts of a task dispatched but not completed when the
-    /// run stopped (timeout, signal): the bytes in GM at that moment, which
-    /// a kernel still running may have been writing (possibly torn).
-    HangSnapshot = 2,
-}
+pub use simpler_format::vocab::{role_name, Stage};
 
-impl Stage {
-    /// `before_dispatch` / `after_completion` / `hang_snapshot`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Stage::BeforeDispatch => "before_dispatch",
-            Stage::AfterCompletion => "after_completion",
-            Stage::HangSnapshot => "hang_snapshot",
-        }
-    }
-
-    /// Does a tensor with `role` get a record at this stage?
-    pub fn takes(self, role: ArgRole) -> bool {
-        match self {
-            Stage::BeforeDispatch => {
-                matches!(role, ArgRole::Input | ArgRole::InOut | ArgRole::NoDep)
-            }
-            Stage::AfterCompletion => !matches!(role, ArgRole::Input),
-            Stage::HangSnapshot => {
-                matches!(
-                    role,
-                    ArgRole::Output | ArgRole::OutputExisting | ArgRole::InOut
-                )
-            }
-        }
+/// Does a tensor with `role` get a record at `stage`? Before dispatch:
+/// what the kernel reads (inputs, inouts, no-dep tensors); after
+/// completion: what it may have written; a hang snapshot: what a stuck
+/// kernel was writing.
+pub fn takes(stage: Stage, role: ArgRole) -> bool {
+    match stage {
+        Stage::BeforeDispatch => matches!(role, ArgRole::Input | ArgRole::InOut | ArgRole::NoDep),
+        Stage::AfterCompletion => !matches!(role, ArgRole::Input),
+        Stage::HangSnapshot => matches!(
+            role,
+            ArgRole::Output | ArgRole::OutputExisting | ArgRole::InOut
+        ),
     }
 }
 
-/// Role name as the dump writes it: `output_existing` is an output to the
-/// kernel, so it is dumped as `output`.
-pub fn role_name(role: ArgRole) -> &'static str {
+/// Sort rank of a role inside one (task, stage, arg) key: ours puts
+/// inouts before outputs; the upstream layout sorts input < output <
+/// inout (and writes a no-dep tensor as an inout, [`upstream_role`]).
+pub(crate) fn role_rank(role: ArgRole, upstream: bool) -> u8 {
+    match (role, upstream) {
+        (ArgRole::Input, _) => 0,
+        (ArgRole::InOut, false) => 1,
+        (ArgRole::Output | ArgRole::OutputExisting, false) => 2,
+        (ArgRole::NoDep, false) => 3,
+        (ArgRole::Output | ArgRole::OutputExisting, true) => 1,
+        (ArgRole::InOut | ArgRole::NoDep, true) => 2,
+    }
+}
+
+/// The role the upstream layout writes: it knows only `input`, `output`
+/// and `inout`; a no-dep tensor is read and written like an inout (it is
+/// dumped at both stages), so it is written as one.
+pub fn upstream_role(role: ArgRole) -> ArgRole {
     match role {
-        ArgRole::OutputExisting => "output",
-        r => r.name(),
-    }
-}
-
-/// Sort rank of a role inside one (task, stage, arg) key.
-pub(crate) fn role_rank(role: ArgRole) -> u8 {
-    match role {
-        ArgRole::Input => 0,
-        ArgRole::InOut => 1,
-        ArgRole::Output | ArgRole::OutputExisting => 2,
-        ArgRole::NoDep => 3,
+        ArgRole::OutputExisting => ArgRole::Output,
+        ArgRole::NoDep => ArgRole::InOut,
+        r => r,
     }
 }
 
@@ -223,9 +206,8 @@ mod tests {
         ];
         let taken: Vec<bool> = roles
             .iter()
-            .map(|&r| Stage::HangSnapshot.takes(r))
+            .map(|&r| takes(Stage::HangSnapshot, r))
             .collect();
         assert_eq!(taken, [false, true, true, true, false]);
-        assert_eq!(Stage::HangSnapshot.name(), "hang_snapshot");
     }
 }

@@ -84,6 +84,13 @@ pub struct HexField {
     pub canonical: bool,
 }
 
+impl std::fmt::Display for HexField {
+    /// `0x%016x`, whatever form the file used.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        Hex64(self.value).fmt(f)
+    }
+}
+
 impl From<u64> for HexField {
     fn from(value: u64) -> HexField {
         HexField {
@@ -167,7 +174,9 @@ pub enum TaskState {
 }
 
 /// `Some(x)` for a present field, even when `x` is JSON `null`.
-fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+pub(crate) fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
     T::deserialize(d).map(Some)
 }
 
@@ -352,6 +361,11 @@ macro_rules! record_struct {
         /// Upstream: a `dump(lvalue)` matched several scalar slots.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub arg_index_ambiguous: Option<bool>,
+        /// Our upstream-layout writer: `true` on a hang snapshot written
+        /// with stage `after_completion` (the upstream tools know no other
+        /// stage after dispatch); readers take it as stage `hang_snapshot`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub hang_snapshot: Option<bool>,
     }
     };
 }
@@ -389,6 +403,7 @@ impl From<StrictRecord> for Record {
             value: s.value,
             bits: s.bits,
             arg_index_ambiguous: s.arg_index_ambiguous,
+            hang_snapshot: s.hang_snapshot,
         }
     }
 }

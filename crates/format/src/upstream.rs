@@ -10,7 +10,7 @@ use simpler_core::{ArgRole, DType};
 
 use crate::hex::Hex64;
 use crate::scalar::WireValue;
-use crate::tensor_dump::BinFormat;
+use crate::tensor_dump::{BinFormat, UnfinishedTask};
 use crate::vocab::{dtype, role, Kind, Stage, Status};
 
 /// Header and records of `args_dump.json`, upstream order. Our extra
@@ -51,6 +51,18 @@ pub struct ArgsDumpFile {
     /// Ours: why incomplete.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Ours: `block` or `drop`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dump_policy: Option<String>,
+    /// Ours: records of tasks that had not finished when the run stopped,
+    /// written as `after_completion` records marked `hang_snapshot: true`
+    /// (also counted in `after_completion`, as the upstream runtime's own
+    /// hang dump does with its unmarked ones).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub hang_snapshot: u64,
+    /// Ours: tasks not finished when an incomplete run stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unfinished_tasks: Option<Vec<UnfinishedTask>>,
     /// `args.bin`, or `null` at level 3 when no byte was written.
     pub bin_file: Option<String>,
     /// Sorted by (task_id, stage, arg_index, role input<output<inout).
@@ -76,8 +88,13 @@ pub struct ArgsRecord {
     /// Element type.
     #[serde(with = "dtype")]
     pub dtype: DType,
-    /// Scalars only ([`crate::scalar::encode_upstream`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Scalars only ([`crate::scalar::encode_upstream`]); `null` (a NaN)
+    /// reads back as `Some(WireValue::Null)`.
+    #[serde(
+        default,
+        deserialize_with = "crate::tensor_dump::present",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub value: Option<WireValue>,
     /// Row-major strides (ignoring the offset).
     pub is_contiguous: bool,
@@ -106,4 +123,12 @@ pub struct ArgsRecord {
     /// Ours: the GM address (ignored upstream).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub addr: Option<Hex64>,
+    /// Ours: `true` on a hang snapshot (stage `after_completion` here, the
+    /// only stage after dispatch the upstream tools know).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hang_snapshot: Option<bool>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

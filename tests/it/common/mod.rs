@@ -8,7 +8,9 @@ use std::{
     process::Output,
 };
 
-use simpler_dump::{manifest::Manifest, manifest::RecordJson, DumpConfig, DumpLevel, DumpPolicy};
+use simpler_dump::{DumpConfig, DumpLevel, DumpPolicy};
+pub use simpler_format::tensor_dump::{Manifest, Record as RecordJson};
+pub use simpler_format::vocab::{Kind, Stage, Status};
 use simpler_runtime::{RunReport, Runtime, RuntimeConfig};
 use tempfile::TempDir;
 
@@ -51,32 +53,18 @@ impl Dump {
 /// (task id, stage rank: 0 before_dispatch / 1 after_completion, arg index).
 pub type Key = (u64, u8, u32);
 
-/// Stage name → rank, panicking on anything else.
-pub fn stage_rank(s: &str) -> u8 {
+/// Stage → rank, panicking on a hang snapshot (a run that completed has none).
+pub fn stage_rank(s: Stage) -> u8 {
     match s {
-        "before_dispatch" => 0,
-        "after_completion" => 1,
-        other => panic!("unknown stage {other:?}"),
+        Stage::BeforeDispatch => 0,
+        Stage::AfterCompletion => 1,
+        other => panic!("unexpected stage {other}"),
     }
-}
-
-/// `"0x"` + 16 lowercase hex digits → the number.
-pub fn hex16(s: &str) -> u64 {
-    let h = s
-        .strip_prefix("0x")
-        .unwrap_or_else(|| panic!("{s:?} does not start with 0x"));
-    assert!(
-        h.len() == 16
-            && h.bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
-        "{s:?} is not 0x followed by 16 lowercase hex digits"
-    );
-    u64::from_str_radix(h, 16).unwrap()
 }
 
 /// The key of a record.
 pub fn key(r: &RecordJson) -> Key {
-    (hex16(&r.task_id), stage_rank(&r.stage), r.arg_index)
+    (r.task_id.value, stage_rank(r.stage), r.arg_index)
 }
 
 /// Records by key; panics when a key appears twice.
@@ -95,20 +83,9 @@ pub fn index(m: &Manifest) -> HashMap<Key, &RecordJson> {
     h
 }
 
-/// Bytes per element of a dtype name (the types the workloads use).
-pub fn elem_size(dtype: &str) -> u64 {
-    match dtype {
-        "FLOAT32" | "INT32" | "UINT32" => 4,
-        "FLOAT16" | "BFLOAT16" | "INT16" | "UINT16" => 2,
-        "INT8" | "UINT8" | "BOOL" => 1,
-        "INT64" | "UINT64" => 8,
-        other => panic!("unexpected dtype {other}"),
-    }
-}
-
 /// Full payload size of a tensor record: numel · element size.
 pub fn full_size(r: &RecordJson) -> u64 {
-    r.numel * elem_size(&r.dtype)
+    r.numel * r.dtype.size() as u64
 }
 
 /// A dump configuration with explicit knobs.
@@ -136,9 +113,26 @@ pub fn default_knobs(dir: &Path) -> DumpConfig {
 /// Read `dir/tensor_dump.json` and `dir/tensor_dump.bin`.
 pub fn read_dump(dir: &Path) -> (Manifest, Vec<u8>) {
     let json = std::fs::read(dir.join("tensor_dump.json")).expect("read tensor_dump.json");
-    let m: Manifest = serde_json::from_slice(&json).expect("tensor_dump.json parses");
-    let bin = std::fs::read(dir.join(&m.bin_file)).expect("read tensor_dump.bin");
+    let m = parse_strict(&json);
+    let bin_file = m.header.bin_file.clone().flatten().expect("bin_file");
+    let bin = std::fs::read(dir.join(bin_file)).expect("read tensor_dump.bin");
     (m, bin)
+}
+
+/// A native manifest parsed by the strict (our own) types: an unknown or
+/// misspelled field fails the test.
+pub fn parse_strict(json: &[u8]) -> Manifest {
+    use simpler_format::tensor_dump::{StrictHeader, StrictRecord};
+    let mut v: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(json).expect("manifest parses");
+    let list = v.remove("tensors").expect("a tensors list");
+    let header: StrictHeader =
+        serde_json::from_value(serde_json::Value::Object(v)).expect("strict header");
+    let records: Vec<StrictRecord> = serde_json::from_value(list).expect("strict records");
+    Manifest {
+        header: header.into(),
+        tensors: records.into_iter().map(Into::into).collect(),
+    }
 }
 
 /// A runtime for `kernels` that dumps as `cfg` says.

@@ -6,7 +6,9 @@
 
 use std::path::Path;
 
-use super::{assert_no_tmp, assert_records_match, case_large, on_tmpfs, text, Loaded, Reference};
+use super::{
+    assert_no_tmp, assert_records_match, case_large, on_tmpfs, text, Loaded, Reference, Status,
+};
 
 const REASON: &str = "write failed: No space left on device";
 
@@ -21,8 +23,8 @@ fn check_full(out: &std::process::Output, left: &Path, what: &str) -> Loaded {
     );
     let l = Loaded::open(&left.join("run"));
     l.check_structure();
-    assert_eq!(l.m.status.as_deref(), Some("incomplete"), "{what}");
-    assert_eq!(l.m.reason.as_deref(), Some(REASON), "{what}");
+    assert_eq!(l.m.header.status, Some(Status::Incomplete), "{what}");
+    assert_eq!(l.m.header.reason.as_deref(), Some(REASON), "{what}");
     assert_no_tmp(left);
     l
 }
@@ -37,9 +39,12 @@ fn case_large_on_a_20_mib_disk_keeps_what_reached_it() {
     };
     let l = check_full(&out, left.path(), "CaseLarge on 20 MiB");
     let (_, err) = text(&out);
-    assert!(l.m.dropped_records > 0, "a 176 MiB dump cannot fit");
+    assert!(l.m.header.dropped_records > 0, "a 176 MiB dump cannot fit");
     assert!(
-        err.contains(&format!("LOST: {} records dropped", l.m.dropped_records)),
+        err.contains(&format!(
+            "LOST: {} records dropped",
+            l.m.header.dropped_records
+        )),
         "{err}"
     );
     let n = assert_records_match(&l, reference, "CaseLarge on 20 MiB");

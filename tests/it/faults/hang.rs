@@ -6,11 +6,13 @@
 
 use std::path::Path;
 
-use super::{assert_no_tmp, assert_view_loads, case_large, run, text, Loaded, Running};
+use super::{
+    assert_no_tmp, assert_view_loads, case_large, run, text, Loaded, Running, Stage, Status,
+};
 
 /// T0..T7 of the stall workload (ring 0).
-fn id(local: u64) -> String {
-    format!("0x{local:016x}")
+fn id(local: u64) -> u64 {
+    local
 }
 
 fn f32s(b: &[u8]) -> Vec<f32> {
@@ -26,39 +28,43 @@ fn f32s(b: &[u8]) -> Vec<f32> {
 fn check_stall_dump(run_dir: &Path, reason: &str) {
     let l = Loaded::open(run_dir);
     l.check_structure();
-    assert_eq!(l.m.status.as_deref(), Some("incomplete"));
-    assert_eq!(l.m.reason.as_deref(), Some(reason));
-    let u = l.m.unfinished_tasks.as_ref().unwrap();
-    let states: Vec<(String, &str)> = u
-        .iter()
-        .map(|t| (t.task_id.clone(), t.state.as_str()))
-        .collect();
-    let want: Vec<(String, &str)> = [
-        (1, "running"),
-        (2, "waiting"),
-        (3, "running"),
-        (4, "ready"),
-        (5, "ready"),
-        (6, "ready"),
-        (7, "ready"),
+    assert_eq!(l.m.header.status, Some(Status::Incomplete));
+    assert_eq!(l.m.header.reason.as_deref(), Some(reason));
+    let u = l.m.header.unfinished_tasks.as_ref().unwrap();
+    use simpler_format::tensor_dump::TaskState::{Ready, Running, Waiting};
+    let states: Vec<_> = u.iter().map(|t| (t.task_id.0, t.state)).collect();
+    let want: Vec<_> = [
+        (1, Running),
+        (2, Waiting),
+        (3, Running),
+        (4, Ready),
+        (5, Ready),
+        (6, Ready),
+        (7, Ready),
     ]
     .into_iter()
     .map(|(t, s)| (id(t), s))
     .collect();
     assert_eq!(states, want);
-    let aiv = u[0].cores.as_ref().unwrap();
+    let aiv = &u[0].cores;
     assert!(
         aiv.len() == 1 && (1..=2).contains(&aiv[0]),
         "T1 on an AIV core: {aiv:?}"
     );
-    assert_eq!(u[2].cores, Some(vec![0]), "T3 on the AIC core");
-    assert_eq!(u[1].waiting_on, Some(vec![id(1)]));
+    assert_eq!(u[2].cores, vec![0], "T3 on the AIC core");
+    assert_eq!(u[1].waiting_on, vec![simpler_format::hex::Hex64(id(1))]);
     for t in u {
         assert_eq!((t.blocks_done, t.block_num), (0, 1));
     }
     let idx = l.index();
     let rec = |task: u64, stage: &str, arg: u32, role: &str| {
-        let k = (id(task), stage.to_string(), arg, role.to_string());
+        let stage = match stage {
+            "0" => Stage::BeforeDispatch,
+            "1" => Stage::AfterCompletion,
+            _ => Stage::HangSnapshot,
+        };
+        let role = simpler_format::vocab::parse_role(role).unwrap();
+        let k = (id(task), stage, arg, role);
         *idx.get(&k).unwrap_or_else(|| panic!("no record {k:?}"))
     };
     // T0 completed: a = x + 1, recomputed from its dumped input.
@@ -85,11 +91,11 @@ fn check_stall_dump(run_dir: &Path, reason: &str) {
     }
     for t in [2, 7] {
         assert!(
-            l.m.tensors.iter().all(|r| r.task_id != id(t)),
+            l.m.tensors.iter().all(|r| r.task_id.value != id(t)),
             "T{t} has records"
         );
     }
-    assert_eq!(l.m.hang_snapshot, 6);
+    assert_eq!(l.m.header.hang_snapshot, 6);
     assert_no_tmp(run_dir);
 }
 
@@ -166,8 +172,8 @@ fn case_large_under_a_short_timeout() {
     assert!(err.contains("error: timeout after 0.05 s"), "{err}");
     let l = Loaded::open(&tmp.path().join("run"));
     l.check_structure();
-    assert_eq!(l.m.reason.as_deref(), Some("timeout after 0.05 s"));
-    let u = l.m.unfinished_tasks.as_ref().unwrap();
+    assert_eq!(l.m.header.reason.as_deref(), Some("timeout after 0.05 s"));
+    let u = l.m.header.unfinished_tasks.as_ref().unwrap();
     assert!(!u.is_empty(), "65 536 tasks do not finish in 50 ms");
     let compared = super::assert_records_match(&l, reference, "CaseLarge --timeout 0.05");
     assert!(compared > 0);

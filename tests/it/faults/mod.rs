@@ -24,7 +24,7 @@ use std::{
 };
 
 pub use crate::common::{assert_no_tmp, files, text};
-use simpler_dump::manifest::{Manifest, RecordJson};
+pub use crate::common::{Manifest, RecordJson, Stage, Status};
 
 /// The binary under test: this build, or `SIMPLER_TEST_BIN`.
 pub fn binary() -> PathBuf {
@@ -114,17 +114,41 @@ impl Running {
 pub struct Loaded {
     pub m: Manifest,
     pub bin: Vec<u8>,
+    /// Written in the upstream layout (`args_dump/`): hang snapshots are
+    /// `after_completion` records marked `hang_snapshot: true` (here given
+    /// their own stage back) and counted in `after_completion`.
+    pub upstream: bool,
 }
 
 impl Loaded {
-    /// `run_dir/tensor_dump/`.
+    /// `run_dir/tensor_dump/`, or `run_dir/args_dump/` when the run wrote
+    /// the upstream layout.
     pub fn open(run_dir: &Path) -> Loaded {
-        let dir = run_dir.join("tensor_dump");
-        let f = std::fs::File::open(dir.join("tensor_dump.json"))
+        let upstream = !run_dir.join("tensor_dump").exists() && run_dir.join("args_dump").exists();
+        let (dir, json) = if upstream {
+            (run_dir.join("args_dump"), "args_dump.json")
+        } else {
+            (run_dir.join("tensor_dump"), "tensor_dump.json")
+        };
+        let text = std::fs::read(dir.join(json))
             .unwrap_or_else(|e| panic!("{}: no manifest: {e}", dir.display()));
-        let m: Manifest = serde_json::from_reader(std::io::BufReader::new(f)).unwrap();
-        let bin = std::fs::read(dir.join(&m.bin_file)).unwrap();
-        Loaded { m, bin }
+        let mut m = if upstream {
+            serde_json::from_slice::<Manifest>(&text).unwrap()
+        } else {
+            crate::common::parse_strict(&text)
+        };
+        for r in &mut m.tensors {
+            if r.hang_snapshot == Some(true) {
+                assert!(upstream, "the marker is the upstream layout's");
+                assert_eq!(r.stage, Stage::AfterCompletion, "a marked snapshot");
+                r.stage = Stage::HangSnapshot;
+            }
+        }
+        let bin = match m.header.bin_file.clone() {
+            Some(Some(name)) => std::fs::read(dir.join(name)).unwrap(),
+            _ => Vec::new(),
+        };
+        Loaded { m, bin, upstream }
     }
 
     /// The payload of `r`, checking its range lies in the `.bin`.
@@ -158,10 +182,19 @@ impl Loaded {
     pub fn check_structure(&self) {
         let m = &self.m;
         let n = |f: &dyn Fn(&RecordJson) -> bool| m.tensors.iter().filter(|r| f(r)).count() as u64;
-        assert_eq!(m.total_tensors, m.tensors.len() as u64);
-        assert_eq!(m.before_dispatch, n(&|r| r.stage == "before_dispatch"));
-        assert_eq!(m.after_completion, n(&|r| r.stage == "after_completion"));
-        assert_eq!(m.hang_snapshot, n(&|r| r.stage == "hang_snapshot"));
+        assert_eq!(m.header.total_tensors, m.tensors.len() as u64);
+        assert_eq!(
+            m.header.before_dispatch,
+            n(&|r| r.stage == Stage::BeforeDispatch)
+        );
+        let after = n(&|r| r.stage == Stage::AfterCompletion);
+        let hang = n(&|r| r.stage == Stage::HangSnapshot);
+        let counted_after = if self.upstream { after + hang } else { after };
+        assert_eq!(m.header.after_completion, counted_after);
+        assert_eq!(
+            m.header.hang_snapshot,
+            n(&|r| r.stage == Stage::HangSnapshot)
+        );
         let mut ranges: Vec<(u64, u64)> = m
             .tensors
             .iter()
@@ -179,73 +212,81 @@ impl Loaded {
             keys.windows(2).all(|w| w[0] < w[1]),
             "records sorted, no duplicates"
         );
-        match m.status.as_deref() {
-            Some("complete") => assert!(m.unfinished_tasks.is_none() && m.hang_snapshot == 0),
-            Some("incomplete") => self.check_unfinished(),
-            other => panic!("status {other:?}"),
+        match m.header.status {
+            Some(Status::Complete) => {
+                assert!(m.header.unfinished_tasks.is_none() && m.header.hang_snapshot == 0)
+            }
+            Some(Status::Incomplete) => self.check_unfinished(),
+            None => panic!("no status"),
         }
     }
 
     fn check_unfinished(&self) {
+        use simpler_format::tensor_dump::TaskState;
         let u = self
             .m
+            .header
             .unfinished_tasks
             .as_ref()
             .expect("unfinished_tasks when incomplete");
-        let listed: HashMap<&str, &str> = u
-            .iter()
-            .map(|t| (t.task_id.as_str(), t.state.as_str()))
-            .collect();
+        let listed: HashMap<u64, TaskState> = u.iter().map(|t| (t.task_id.0, t.state)).collect();
         assert_eq!(listed.len(), u.len(), "a task listed twice");
         for t in u {
-            match t.state.as_str() {
-                "running" => assert!(
-                    t.cores.as_ref().is_some_and(|c| !c.is_empty()) && t.running_for_ms.is_some()
-                ),
-                "ready" => assert!(t.cores.is_none() && t.waiting_on.is_none()),
-                "waiting" => {
-                    let on = t.waiting_on.as_ref().expect("waiting_on");
-                    assert!(!on.is_empty(), "{} waits on nothing", t.task_id);
-                    for p in on {
+            match t.state {
+                TaskState::Running => {
+                    assert!(!t.cores.is_empty() && t.running_for_ms.is_some())
+                }
+                TaskState::Ready => assert!(t.cores.is_empty() && t.waiting_on.is_empty()),
+                TaskState::Waiting => {
+                    assert!(!t.waiting_on.is_empty(), "{} waits on nothing", t.task_id);
+                    for p in &t.waiting_on {
                         assert!(
-                            listed.contains_key(p.as_str()),
+                            listed.contains_key(&p.0),
                             "{} waits on {p}, not unfinished",
                             t.task_id
                         );
                     }
                 }
-                s => panic!("state {s:?}"),
             }
-            assert!(t.blocks_done < t.block_num || t.state != "waiting");
+            assert!(t.blocks_done < t.block_num || t.state != TaskState::Waiting);
         }
-        let before: std::collections::HashSet<&str> = self
+        let before: std::collections::HashSet<u64> = self
             .m
             .tensors
             .iter()
-            .filter(|r| r.stage == "before_dispatch")
-            .map(|r| r.task_id.as_str())
+            .filter(|r| r.stage == Stage::BeforeDispatch)
+            .map(|r| r.task_id.value)
             .collect();
-        for r in self.m.tensors.iter().filter(|r| r.stage == "hang_snapshot") {
+        for r in self
+            .m
+            .tensors
+            .iter()
+            .filter(|r| r.stage == Stage::HangSnapshot)
+        {
             assert!(
-                listed.contains_key(r.task_id.as_str()),
+                listed.contains_key(&r.task_id.value),
                 "snapshot of {} which is not unfinished",
                 r.task_id
             );
             assert!(
-                before.contains(r.task_id.as_str()),
+                before.contains(&r.task_id.value),
                 "snapshot of {} which was never dispatched",
                 r.task_id
             );
-            assert!(matches!(r.role.as_str(), "output" | "inout"), "{}", r.role);
+            assert!(
+                matches!(r.role.name(), "output" | "inout"),
+                "{}",
+                r.role.name()
+            );
         }
         for r in self
             .m
             .tensors
             .iter()
-            .filter(|r| r.stage == "after_completion")
+            .filter(|r| r.stage == Stage::AfterCompletion)
         {
             assert!(
-                !listed.contains_key(r.task_id.as_str()),
+                !listed.contains_key(&r.task_id.value),
                 "{} completed and is listed unfinished",
                 r.task_id
             );
@@ -253,18 +294,12 @@ impl Loaded {
     }
 }
 
-/// (task id, stage, arg index, role).
-pub type Key = (String, String, u32, String);
+/// (task id, stage, arg index, role); stages sort as their order in a
+/// task (before < after < hang).
+pub type Key = (u64, Stage, u32, simpler_core::ArgRole);
 
 pub fn key(r: &RecordJson) -> Key {
-    // Stage names sort as their order in a task (before < after < hang).
-    let stage = match r.stage.as_str() {
-        "before_dispatch" => "0",
-        "after_completion" => "1",
-        "hang_snapshot" => "2",
-        s => panic!("stage {s:?}"),
-    };
-    (r.task_id.clone(), stage.into(), r.arg_index, r.role.clone())
+    (r.task_id.value, r.stage, r.arg_index, r.role)
 }
 
 /// Every `before_dispatch` / `after_completion` record of `got` equals the
@@ -272,7 +307,12 @@ pub fn key(r: &RecordJson) -> Key {
 /// snapshots are checked elsewhere). Returns how many were compared.
 pub fn assert_records_match(got: &Loaded, reference: &Reference, what: &str) -> usize {
     let mut compared = 0;
-    for r in got.m.tensors.iter().filter(|r| r.stage != "hang_snapshot") {
+    for r in got
+        .m
+        .tensors
+        .iter()
+        .filter(|r| r.stage != Stage::HangSnapshot)
+    {
         let k = key(r);
         let (w, bytes) = reference
             .records
@@ -310,7 +350,7 @@ impl Reference {
         let wall = t0.elapsed();
         assert_eq!(o.status.code(), Some(0), "reference run: {:?}", text(&o));
         let l = Loaded::open(&dir.join("run"));
-        assert_eq!(l.m.status.as_deref(), Some("complete"));
+        assert_eq!(l.m.header.status, Some(Status::Complete));
         let records =
             l.m.tensors
                 .iter()

@@ -11,7 +11,7 @@ use std::{
 
 use super::{
     assert_no_tmp, assert_records_match, assert_view_loads, case_large, run, Loaded, Running,
-    CASE_LARGE,
+    Status, CASE_LARGE,
 };
 
 /// Start CaseLarge into `dir/run`; returns once the run directory exists
@@ -65,10 +65,10 @@ fn case_large_killed_at_twelve_points_leaves_loadable_matching_dumps() {
         killed += 1;
         let l = Loaded::open(&tmp.path().join("run"));
         l.check_structure();
-        match l.m.status.as_deref() {
-            Some("incomplete") => {
+        match l.m.header.status {
+            Some(Status::Incomplete) => {
                 let reason = format!("interrupted by SIG{sig}");
-                assert_eq!(l.m.reason.as_deref(), Some(&*reason), "{what}");
+                assert_eq!(l.m.header.reason.as_deref(), Some(&*reason), "{what}");
                 assert!(err.contains(&format!("error: {reason}")), "{what}: {err}");
             }
             // The signal came after the last task completed.
@@ -81,9 +81,9 @@ fn case_large_killed_at_twelve_points_leaves_loadable_matching_dumps() {
         eprintln!(
             "kill point {i}: SIG{sig} after {at:?}: {} records ({n} compared), {} hang snapshots, {} unfinished tasks, status {}",
             l.m.tensors.len(),
-            l.m.hang_snapshot,
-            l.m.unfinished_tasks.as_ref().map_or(0, Vec::len),
-            l.m.status.as_deref().unwrap_or("?")
+            l.m.header.hang_snapshot,
+            l.m.header.unfinished_tasks.as_ref().map_or(0, Vec::len),
+            l.m.header.status.map_or("?", |s| s.name())
         );
         assert_no_tmp(tmp.path());
         assert_view_loads(tmp.path(), Path::new("run"));

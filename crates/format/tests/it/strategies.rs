@@ -87,6 +87,7 @@ pub fn record() -> impl Strategy<Value = Record> {
                         value: None,
                         bits: None,
                         arg_index_ambiguous: None,
+                        hang_snapshot: None,
                     }
                 })
         });
@@ -112,6 +113,7 @@ pub fn record() -> impl Strategy<Value = Record> {
             value: Some(WireValue::Number(encode(d, bits))),
             bits: Some(HexField::from(bits)),
             arg_index_ambiguous: None,
+            hang_snapshot: None,
         })
     });
     prop_oneof![tensor, scalar]
@@ -218,6 +220,7 @@ pub fn upstream_record() -> impl Strategy<Value = ArgsRecord> {
             start_offset: r.start_offset,
             numel: r.numel,
             arg_index_ambiguous: (r.arg_index == 7).then_some(true),
+            hang_snapshot: None,
             bin_offset: r.bin_offset,
             bin_size: r.bin_size,
             truncated: r.truncated,
@@ -244,6 +247,9 @@ pub fn upstream_file() -> impl Strategy<Value = ArgsDumpFile> {
         schema_version: None,
         status: None,
         reason: None,
+        dump_policy: None,
+        hang_snapshot: 0,
+        unfinished_tasks: None,
         bin_file: has_bin.then(|| "args.bin".into()),
         args,
     })

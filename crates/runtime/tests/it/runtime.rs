@@ -693,18 +693,25 @@ fn dump_of_failing_run(func: u32, timeout: Option<Duration>, want: &str) {
         })
         .unwrap_err();
     assert!(err.to_string().contains(want), "{err}");
-    let m: simpler_dump::manifest::Manifest =
+    let m: simpler_format::tensor_dump::Manifest =
         serde_json::from_slice(&std::fs::read(dir.join("tensor_dump.json")).unwrap()).unwrap();
-    assert_eq!(m.status.as_deref(), Some("incomplete"));
-    let reason = m.reason.unwrap();
+    assert_eq!(
+        m.header.status,
+        Some(simpler_format::vocab::Status::Incomplete)
+    );
+    let reason = m.header.reason.unwrap();
     assert!(reason.contains(want), "reason {reason:?}");
     // Every task that ran before the failure has its records.
     for id in before_failure {
         let hex = id.to_string();
-        let n = m.tensors.iter().filter(|r| r.task_id == hex).count();
+        let n = m
+            .tensors
+            .iter()
+            .filter(|r| r.task_id.to_string() == hex)
+            .count();
         assert_eq!(n, 1, "task {hex}: one before_dispatch input record");
     }
-    assert_eq!(m.total_tensors as usize, m.tensors.len());
+    assert_eq!(m.header.total_tensors as usize, m.tensors.len());
     assert!(!dir.join("tensor_dump.json.tmp").exists());
 }
 

@@ -9,7 +9,10 @@ use std::{
 };
 
 use simpler_core::{topology::CoreType, DType, KernelError, TaskId};
-use simpler_dump::{manifest::Manifest, DumpConfig};
+use simpler_dump::DumpConfig;
+use simpler_format::hex::Hex64;
+use simpler_format::tensor_dump::{Manifest, TaskState};
+use simpler_format::vocab::{Kind, Stage, Status};
 use simpler_isa::{Args, Core, KResult};
 use simpler_runtime::{
     CancelToken, KernelDef, Kernels, OrchArgs, Runtime, RuntimeConfig, RuntimeError, TaskArgs,
@@ -99,50 +102,50 @@ fn held_then_waiting(
 /// before_dispatch record the 1.0s it received.
 fn check_stopped(dir: &std::path::Path, ids: (TaskId, TaskId), reason: &str) {
     let (m, bin) = manifest(dir);
-    assert_eq!(m.status.as_deref(), Some("incomplete"));
-    assert_eq!(m.reason.as_deref(), Some(reason));
-    let u = m.unfinished_tasks.expect("unfinished_tasks");
+    assert_eq!(m.header.status, Some(Status::Incomplete));
+    assert_eq!(m.header.reason.as_deref(), Some(reason));
+    let u = m.header.unfinished_tasks.expect("unfinished_tasks");
     assert_eq!(u.len(), 2, "{u:?}");
-    assert_eq!(u[0].task_id, ids.0.to_string());
-    assert_eq!(u[0].state, "running");
-    let cores = u[0].cores.clone().unwrap();
+    assert_eq!(u[0].task_id, Hex64(ids.0 .0));
+    assert_eq!(u[0].state, TaskState::Running);
+    let cores = u[0].cores.clone();
     assert!(cores.len() == 1 && (1..=2).contains(&cores[0]), "{cores:?}");
     assert!(u[0].running_for_ms.unwrap() >= 0.0);
     assert_eq!((u[0].blocks_done, u[0].block_num), (0, 1));
-    assert_eq!(u[1].task_id, ids.1.to_string());
-    assert_eq!(u[1].state, "waiting");
-    assert_eq!(u[1].waiting_on, Some(vec![ids.0.to_string()]));
-    assert!(u[1].cores.is_none() && u[1].running_for_ms.is_none());
+    assert_eq!(u[1].task_id, Hex64(ids.1 .0));
+    assert_eq!(u[1].state, TaskState::Waiting);
+    assert_eq!(u[1].waiting_on, vec![Hex64(ids.0 .0)]);
+    assert!(u[1].cores.is_empty() && u[1].running_for_ms.is_none());
     // T1 never ran: no record. T0: before_dispatch then hang_snapshot.
-    assert!(m.tensors.iter().all(|r| r.task_id != ids.1.to_string()));
+    assert!(m.tensors.iter().all(|r| r.task_id.value != ids.1 .0));
     let recs: Vec<_> = m
         .tensors
         .iter()
-        .filter(|r| r.task_id == ids.0.to_string())
+        .filter(|r| r.task_id.value == ids.0 .0)
         .collect();
-    assert_eq!(m.hang_snapshot, 1);
+    assert_eq!(m.header.hang_snapshot, 1);
     assert_eq!(recs.len(), 3, "inout before, scalar, inout snapshot");
-    let payload = |stage: &str| {
+    let payload = |stage: Stage| {
         let r = recs
             .iter()
-            .find(|r| r.stage == stage && r.kind == "tensor")
+            .find(|r| r.stage == stage && r.kind == Kind::Tensor)
             .unwrap_or_else(|| panic!("no {stage} record"));
         assert_eq!(
-            (r.task_id.as_str(), r.role.as_str()),
-            (&*ids.0.to_string(), "inout")
+            (r.task_id.value, r.role),
+            (ids.0 .0, simpler_core::ArgRole::InOut)
         );
         let v: Vec<f32> = bytemuck::pod_collect_to_vec(
             &bin[r.bin_offset as usize..(r.bin_offset + r.bin_size) as usize],
         );
         v
     };
-    assert_eq!(payload("before_dispatch"), vec![1.0f32; 16]);
+    assert_eq!(payload(Stage::BeforeDispatch), vec![1.0f32; 16]);
     let mut want = vec![1.0f32; 16];
     want[0] = 7.0;
-    assert_eq!(payload("hang_snapshot"), want);
+    assert_eq!(payload(Stage::HangSnapshot), want);
     assert_eq!(
         recs.last().unwrap().stage,
-        "hang_snapshot",
+        Stage::HangSnapshot,
         "sorted last in its task"
     );
 }
@@ -231,7 +234,7 @@ fn a_run_started_after_a_cancel_stops_at_once() {
         RuntimeError::Cancelled("interrupted by SIGTERM".into())
     );
     let (m, bin) = manifest(tmp.path());
-    assert_eq!(m.reason.as_deref(), Some("interrupted by SIGTERM"));
-    assert_eq!(m.unfinished_tasks, Some(vec![]), "written, empty");
+    assert_eq!(m.header.reason.as_deref(), Some("interrupted by SIGTERM"));
+    assert_eq!(m.header.unfinished_tasks, Some(vec![]), "written, empty");
     assert!(m.tensors.is_empty() && bin.is_empty());
 }

@@ -60,6 +60,7 @@ pub fn tensor(
             value: None,
             bits: None,
             arg_index_ambiguous: None,
+            hang_snapshot: None,
         },
         bytes,
     )
@@ -96,6 +97,7 @@ pub fn scalar(
             value: Some(WireValue::Number(value)),
             bits: Some(HexField::from(bits)),
             arg_index_ambiguous: None,
+            hang_snapshot: None,
         },
         Vec::new(),
     )
