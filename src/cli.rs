@@ -171,6 +171,12 @@ pub struct DumpArgs {
     /// (loses nothing), `drop` never waits and counts every loss.
     #[arg(long, default_value = "block", value_name = "POLICY")]
     pub dump_policy: String,
+    /// File layout: `native` (tensor_dump/, DESIGN §6) or `upstream` (the
+    /// upstream runtime's args_dump/{args_dump.json, args.bin}, its tools
+    /// read it; orchestration and kernel args dumps beside the folder as
+    /// orch_args_dump.json and kernel_args_dump.json).
+    #[arg(long, default_value = "native", value_name = "LAYOUT")]
+    pub dump_layout: String,
     /// Payload buffer per scheduler thread, in KiB (bounds dump memory;
     /// 1 to 1048576).
     #[arg(

@@ -3,13 +3,10 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use simpler_dump::{DumpConfig, DumpLevel, DumpPolicy, DumpSummary, RunStatus};
+use simpler_dump::{DumpConfig, DumpLayout, DumpLevel, DumpPolicy, DumpSummary, RunStatus};
 use simpler_runtime::{Runtime, RuntimeConfig};
 
 use crate::cli::DumpArgs;
-
-/// Folder inside the run directory that holds the dumps.
-pub const DUMP_DIR: &str = "tensor_dump";
 
 /// The run directory of a dumping run. Created atomically and registered
 /// as unfinished (a second signal removes it if empty); kept once it holds
@@ -71,6 +68,7 @@ pub fn configure(
     let args = a.dump_args || a.dump_all;
     let kernel_args = a.dump_kernel_args || a.dump_all;
     let policy: DumpPolicy = a.dump_policy.parse().map_err(anyhow::Error::msg)?;
+    let layout: DumpLayout = a.dump_layout.parse().map_err(anyhow::Error::msg)?;
     if !(1..=crate::cli::MAX_ARENA_KIB).contains(&a.dump_arena_kib) {
         bail!(
             "--dump-arena-kib {}: expected KiB in 1..={}",
@@ -85,7 +83,8 @@ pub fn configure(
         Some(dir) => create_output(dir)?,
         None => fresh_run_dir(root, workload, case)?,
     };
-    let mut d = DumpConfig::new(run_dir.join(DUMP_DIR));
+    let mut d = DumpConfig::new(run_dir.join(layout.dir_name()));
+    d.layout = layout;
     d.level = level;
     d.policy = policy;
     d.arena_bytes = (a.dump_arena_kib << 10) as usize;
@@ -164,6 +163,11 @@ pub fn report(d: &DumpSummary) {
     if let Some(p) = &d.json_path {
         report_tensors(d, p);
     }
+    if d.skipped_empty {
+        println!(
+            "tensor dump: no records, so no manifest was written (the upstream layout does as the upstream runtime)"
+        );
+    }
     report_side_files(d);
 }
 
@@ -204,10 +208,7 @@ pub fn report_failed(rt: &Runtime, dir: RunDir) {
     let path = dir.path().to_path_buf();
     let Some(d) = rt.last_dump() else {
         if dir.settle() {
-            eprintln!(
-                "dumps collected before the failure: {}",
-                path.join(DUMP_DIR).display()
-            );
+            eprintln!("dumps collected before the failure: {}", path.display());
         } else {
             eprintln!("nothing was kept: removed {}", path.display());
         }

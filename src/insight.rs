@@ -377,6 +377,7 @@ fn run_case(
         dump_kernel_args: false,
         dump_all: true,
         dump_policy: "block".into(),
+        dump_layout: "native".into(),
         dump_arena_kib: 4096,
         output: None,
     };

@@ -298,6 +298,9 @@ pub struct DumpSummary {
     pub write_error: Option<String>,
     /// Files asked for that could not be written, with the reason.
     pub not_written: Vec<(PathBuf, String)>,
+    /// The per-task dump had no record and wrote no manifest (the upstream
+    /// layout, like the upstream runtime, writes no empty `args_dump.json`).
+    pub skipped_empty: bool,
 }
 
 /// One run's dump: start it before the run, hand a [`Producer`] to every

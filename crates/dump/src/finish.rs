@@ -341,9 +341,10 @@ fn summary(cfg: &DumpConfig, end: &Ending, c: &Collected, p: Progress) -> DumpSu
             cfg.dir.display()
         );
     }
-    let files = cfg.files();
+    let manifest = cfg.files().manifest;
+    let written = cfg.level.is_some() && manifest.is_file();
     DumpSummary {
-        json_path: (cfg.level.is_some() && files.manifest.is_file()).then_some(files.manifest),
+        json_path: written.then_some(manifest),
         args_path: p.args,
         kernel_args_path: p.kernel_args,
         dispatches: c.dispatches.len() as u64,
@@ -361,6 +362,7 @@ fn summary(cfg: &DumpConfig, end: &Ending, c: &Collected, p: Progress) -> DumpSu
         dropped_args: l.args,
         write_error: p.failure,
         not_written: p.not_written,
+        skipped_empty: cfg.level.is_some() && !written && c.kept.is_empty(),
         status,
     }
 }

@@ -215,6 +215,12 @@ impl Checks {
             ))
         };
         let stage = |i: usize| c.stages[i];
+        // The upstream layout counts hang snapshots (marked after_completion
+        // records) in after_completion; upstream's own dumps have none marked.
+        let after = match self.layout {
+            Layout::Upstream => stage(1) + stage(2),
+            _ => stage(1),
+        };
         let plain = [
             (
                 "total_tensors",
@@ -231,7 +237,7 @@ impl Checks {
             (
                 "after_completion",
                 h.after_completion,
-                stage(1),
+                after,
                 " at that stage",
             ),
             ("hang_snapshot", h.hang_snapshot, stage(2), " at that stage"),

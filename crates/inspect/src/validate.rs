@@ -7,7 +7,7 @@ use simpler_core::{TaskId, MAX_DIMS};
 use simpler_format::hex::STRICT_FORM;
 use simpler_format::scalar::{decode, decode_upstream, BitsOrigin};
 use simpler_format::tensor_dump::{HexField, Layout, Record as Wire};
-use simpler_format::vocab::Kind;
+use simpler_format::vocab::{Kind, Stage};
 use simpler_format::{echo, Error, ErrorKind};
 
 use crate::record::Record;
@@ -82,12 +82,13 @@ impl Context {
             None => None,
         };
         let (bits, bits_origin) = self.scalar_bits(&w, &bad)?;
+        let stage = self.stage(&w, &bad)?;
         Ok(Record {
             index,
             task_id: TaskId(w.task_id.value),
             func_ids,
             role: w.role,
-            stage: w.stage,
+            stage,
             arg_index: w.arg_index,
             kind: w.kind,
             dtype: w.dtype,
@@ -105,6 +106,24 @@ impl Context {
             bits,
             bits_origin,
         })
+    }
+
+    /// The stage; our upstream-layout writer marks a hang snapshot as an
+    /// `after_completion` record with `hang_snapshot: true` (ours write
+    /// the stage itself, so the marker is refused there).
+    fn stage(&self, w: &Wire, bad: &dyn Fn(&str, String) -> Error) -> Result<Stage, Error> {
+        match (w.hang_snapshot, w.stage) {
+            (None | Some(false), s) => Ok(s),
+            (Some(true), _) if self.layout.is_strict() => Err(bad(
+                "hang_snapshot",
+                "true in a native dump, which writes stage hang_snapshot instead".into(),
+            )),
+            (Some(true), Stage::AfterCompletion | Stage::HangSnapshot) => Ok(Stage::HangSnapshot),
+            (Some(true), s) => Err(bad(
+                "hang_snapshot",
+                format!("true on a {s} record; expected after_completion"),
+            )),
+        }
     }
 
     fn hex(

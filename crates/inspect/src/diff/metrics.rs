@@ -218,6 +218,45 @@ fn fail(mut p: PairResult, why: String) -> PairResult {
     p
 }
 
+/// The dtype to read two scalar slots as when one side wrote `UINT64`:
+/// the dtype the upstream and reference runtimes write for a scalar whose
+/// type was not declared (the value is then the raw slot).
+fn raw_slot_as(a: DType, b: DType) -> Option<DType> {
+    match (a, b) {
+        (DType::Uint64, t) | (t, DType::Uint64) => Some(t),
+        _ => None,
+    }
+}
+
+/// Two scalar slots, one typed `UINT64` (undeclared), compared as `t`
+/// over `t`'s width.
+fn compare_slots(
+    mut p: PairResult,
+    ra: &Record,
+    rb: &Record,
+    t: DType,
+    o: &DiffOptions,
+) -> PairResult {
+    let mut acc = Acc::default();
+    let w = t.size().min(8);
+    let (a, b) = (
+        ra.bits.unwrap_or_default().to_le_bytes(),
+        rb.bits.unwrap_or_default().to_le_bytes(),
+    );
+    acc.chunk(&mut p, &a[..w], &b[..w], t, 0, o);
+    p.bit_equal = Some(a[..w] == b[..w]);
+    p.cosine = Some(acc.cosine());
+    let mut p = verdict(p, ra, rb);
+    let side = if ra.dtype == DType::Uint64 { "A" } else { "B" };
+    let note =
+        format!("{side}'s scalar is typed UINT64 (undeclared: the raw slot), compared as {t}");
+    p.reason = Some(match p.reason.take() {
+        Some(r) => format!("{r}; {note}"),
+        None => note,
+    });
+    p
+}
+
 /// Compare `ra` (payload in `pa`) with `rb` (in `pb`).
 ///
 /// # Errors
@@ -231,6 +270,11 @@ pub(crate) fn compare(
     let mut p = blank(order, ra, rb);
     if ra.kind != rb.kind {
         return Ok(fail(p, format!("kind: {} in A, {} in B", ra.kind, rb.kind)));
+    }
+    if ra.kind == Kind::Scalar && ra.dtype != rb.dtype {
+        if let Some(t) = raw_slot_as(ra.dtype, rb.dtype) {
+            return Ok(compare_slots(p, ra, rb, t, o));
+        }
     }
     if ra.dtype != rb.dtype {
         return Ok(fail(

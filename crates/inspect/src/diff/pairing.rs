@@ -146,8 +146,21 @@ fn pair_groups(
     for role in roles {
         let xa: Vec<&Record> = ga.iter().filter(|r| r.role == role).collect();
         let xb: Vec<&Record> = gb.iter().filter(|r| r.role == role).collect();
+        // The upstream runtime repeats before_dispatch records per SPMD
+        // block; ours (and a single-block run) write one: every repeat is
+        // paired with that one record.
+        let one = |x: &[&Record]| x.len() == 1 && x[0].stage == Stage::BeforeDispatch;
+        let per_block = (one(&xa) && xb.len() > 1) || (one(&xb) && xa.len() > 1);
         for k in 0..xa.len().max(xb.len()) {
-            match (xa.get(k), xb.get(k)) {
+            let (a, b) = if per_block {
+                (
+                    xa.get(k.min(xa.len() - 1)).copied(),
+                    xb.get(k.min(xb.len() - 1)).copied(),
+                )
+            } else {
+                (xa.get(k).copied(), xb.get(k).copied())
+            };
+            match (a, b) {
                 (Some(a), Some(b)) => {
                     let p = compare(order, (pa, a), (pb, b), o).map_err(|e| {
                         let side = if e.file == pa.path() { "A" } else { "B" };

@@ -105,10 +105,17 @@ fn dump_notes(side: &str, d: &DumpInfo) -> Vec<String> {
             "{side} lost data under the drop policy: {dropped} records dropped, {truncated} truncated, {overwritten} overwritten"
         ));
     }
-    if d.layout != Layout::Native {
-        notes.push(format!(
+    match (d.layout, h.schema_version) {
+        (Layout::Native, _) => {}
+        (Layout::Upstream, Some(_)) => notes.push(format!(
+            "{side} is in the upstream args_dump layout, written by simpler-rs (exact scalar bits kept)"
+        )),
+        (Layout::Upstream, None) => notes.push(format!(
+            "{side} is an upstream-runtime dump: FLOAT32 scalars are 6-digit values (their bits derived), other scalars raw slots; a record repeated per SPMD block is paired with the other side's one record"
+        )),
+        (Layout::Reference, _) => notes.push(format!(
             "{side} is a reference-runtime dump: scalars are raw UINT64 slots and func ids are not recorded"
-        ));
+        )),
     }
     notes
 }

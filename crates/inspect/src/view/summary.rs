@@ -17,7 +17,10 @@ pub fn summary(info: &DumpInfo) -> String {
     let mut out = String::new();
     let format = match (info.layout, h.schema_version) {
         (Layout::Native, Some(v)) => format!("schema_version {v}"),
-        (Layout::Upstream, _) => "upstream args_dump layout (no schema_version)".into(),
+        (Layout::Upstream, Some(v)) => {
+            format!("upstream args_dump layout, written by simpler-rs (schema_version {v})")
+        }
+        (Layout::Upstream, None) => "upstream args_dump layout (no schema_version)".into(),
         _ => "reference-runtime format (no schema_version)".to_string(),
     };
     let _ = writeln!(out, "dump {}  [{format}]", info.manifest.display());
@@ -33,11 +36,14 @@ pub fn summary(info: &DumpInfo) -> String {
     };
     let inputs = match info.layout {
         Layout::Native => format!("{} input", h.input_tensors),
-        _ => format!("{} input (scalars may be counted too)", h.input_tensors),
+        Layout::Upstream => format!("{} input", h.input_tensors),
+        Layout::Reference => format!("{} input (scalars may be counted too)", h.input_tensors),
     };
-    let scalars = h
-        .scalar_args
-        .map_or_else(|| "? scalars".to_string(), |s| format!("{s} scalars"));
+    let scalars = match (h.scalar_args, info.layout) {
+        (Some(s), _) => format!("{s} scalars"),
+        (None, Layout::Upstream) => "scalars counted as inputs".to_string(),
+        (None, _) => "? scalars".to_string(),
+    };
     let _ = writeln!(
         out,
         "status {status} | dump level {level} | policy {policy}\n{} records: {} before_dispatch, {} after_completion{hang} | tensors: {inputs}, {} output, {} inout | {scalars} | payload {} bytes in {}",

@@ -478,7 +478,10 @@ fn match_order_pairs_tasks_by_rank_when_ids_differ() {
 
 #[test]
 fn duplicated_keys_pair_occurrence_by_occurrence() {
-    // The upstream runtime repeats before_dispatch records per SPMD block.
+    // The upstream runtime repeats before_dispatch records per SPMD block:
+    // two dumps that both repeat pair repeat by repeat; a repeated record
+    // against one record (ours, or a single-block run) pairs every repeat
+    // with that one.
     let tmp = tempfile::tempdir().unwrap();
     let upstream = |name: &str, recs: Vec<Rec>| {
         let (mut m, bin) = build(recs);
@@ -486,6 +489,9 @@ fn duplicated_keys_pair_occurrence_by_occurrence() {
         Dump::open(write_manifest(tmp.path(), name, &m, &bin)).unwrap()
     };
     let a = upstream("a", vec![f32_in(T0, 0, &[1.0]), f32_in(T0, 0, &[2.0])]);
+    let a2 = upstream("a2", vec![f32_in(T0, 0, &[1.0]), f32_in(T0, 0, &[2.0])]);
+    let r = diff(&a, &a2, &DiffOptions::default()).unwrap();
+    assert_eq!((r.summary().pairs, r.summary().passed), (2, 2));
     let b = upstream("b", vec![f32_in(T0, 0, &[1.0])]);
     for r in [
         diff(&a, &b, &DiffOptions::default()).unwrap(),
@@ -498,8 +504,13 @@ fn duplicated_keys_pair_occurrence_by_occurrence() {
         .unwrap(),
     ] {
         let s = r.summary();
-        assert_eq!((s.pairs, s.passed, s.only_in_a), (1, 1, 1));
-        assert_eq!(r.only_in_a[0].record, 1);
+        assert_eq!((s.pairs, s.passed, s.only_in_a), (2, 1, 0));
+        let failed: Vec<_> = r.failures().map(|p| (p.record_a, p.record_b)).collect();
+        assert_eq!(
+            failed,
+            [(1, 0)],
+            "the second block's 2.0 against the one 1.0"
+        );
     }
 }
 

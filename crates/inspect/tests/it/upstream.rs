@@ -146,3 +146,155 @@ fn level_3_without_a_payload_file() {
     let e = Dump::open(tmp.path()).unwrap_err().to_string();
     assert!(e.contains("record 0") && e.contains("bin_file null"), "{e}");
 }
+
+/// Our native dump of the same task as `upstream_edge_values_…` builds:
+/// one before_dispatch record of the input (no per-block repeat), typed
+/// scalars with exact bits, the output.
+fn native_twin(run: &std::path::Path) {
+    use crate::common::{build, f32_bytes, scalar, tensor, write, ScalarValue};
+    let t = 0x2_0000_0000;
+    let (m, bin) = build(vec![
+        tensor(
+            t,
+            &[1],
+            "before_dispatch",
+            "input",
+            0,
+            "FLOAT32",
+            &[2],
+            f32_bytes(&[1.0, 2.0]),
+        ),
+        scalar(
+            t,
+            &[1],
+            2,
+            "FLOAT32",
+            ScalarValue::F32(f32::NAN),
+            u64::from(f32::NAN.to_bits()),
+        ),
+        scalar(
+            t,
+            &[1],
+            3,
+            "FLOAT32",
+            ScalarValue::F32(f32::NEG_INFINITY),
+            u64::from(f32::NEG_INFINITY.to_bits()),
+        ),
+        scalar(
+            t,
+            &[1],
+            4,
+            "FLOAT32",
+            ScalarValue::F32(1.0 / 3.0),
+            u64::from((1.0f32 / 3.0).to_bits()),
+        ),
+        scalar(t, &[1], 5, "FLOAT32", ScalarValue::F32(1.0), 0x3f80_0000),
+        scalar(t, &[1], 6, "INT32", ScalarValue::Int(-5), 0xffff_fffb),
+        tensor(
+            t,
+            &[1],
+            "after_completion",
+            "output",
+            1,
+            "FLOAT32",
+            &[2],
+            f32_bytes(&[5.0, 6.0]),
+        ),
+    ]);
+    write(run, &m, &bin);
+}
+
+/// Diff pairs an upstream dump with ours (DESIGN §6b, §7): the per-block
+/// repeat pairs with our one record, a raw UINT64 slot with our typed
+/// scalar, the 6-digit float within tolerance (not bit-equal).
+#[test]
+fn diff_pairs_an_upstream_dump_with_ours() {
+    let up = tempfile::tempdir().unwrap();
+    let bin: Vec<u8> = [1.0f32, 2.0, 1.0, 2.0, 5.0, 6.0]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
+    write(
+        up.path(),
+        2,
+        json!("args.bin"),
+        vec![
+            tensor(T, 0, "before_dispatch", "input", 0, 8),
+            tensor(T, 0, "before_dispatch", "input", 8, 8),
+            scalar(T, 2, "FLOAT32", json!(null)),
+            scalar(T, 3, "FLOAT32", json!("-$Inf")),
+            scalar(T, 4, "FLOAT32", json!(0.333333)),
+            scalar(T, 5, "UINT64", json!(1065353216u64)),
+            scalar(T, 6, "INT32", json!(-5)),
+            tensor(T, 1, "after_completion", "output", 16, 8),
+        ],
+        Some(&bin),
+    );
+    let ours = tempfile::tempdir().unwrap();
+    native_twin(ours.path());
+    let (a, b) = (
+        Dump::open(up.path()).unwrap(),
+        Dump::open(ours.path()).unwrap(),
+    );
+    assert_eq!((a.layout(), b.layout()), (Layout::Upstream, Layout::Native));
+    let rep = diff(&a, &b, &DiffOptions::default()).unwrap();
+    let s = rep.summary();
+    let text = rep.render_text(true, 20);
+    assert_eq!((s.pairs, s.only_in_a, s.only_in_b), (8, 0, 0), "{text}");
+    assert!(rep.passed(), "{text}");
+    assert!(text.contains("upstream-runtime dump"), "{text}");
+    // The rounded third is within tolerance but not bit-equal; the raw
+    // UINT64 slot is the same bits as our FLOAT32 1.0.
+    let pairs = &rep.pairs;
+    let third = pairs.iter().find(|p| p.arg_index == 4).unwrap();
+    assert_eq!(third.bit_equal, Some(false));
+    let raw = pairs.iter().find(|p| p.arg_index == 5).unwrap();
+    assert_eq!(raw.bit_equal, Some(true));
+    assert!(raw.reason.as_deref().unwrap().contains("UINT64"), "{raw:?}");
+    // A wrong value under the same raw slot is still caught.
+    let ours2 = tempfile::tempdir().unwrap();
+    native_twin(ours2.path());
+    let j = ours2.path().join("tensor_dump/tensor_dump.json");
+    let mut doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&j).unwrap()).unwrap();
+    let rec = &mut doc["tensors"][4];
+    assert_eq!(rec["arg_index"], 5);
+    rec["value"] = json!(1.5);
+    rec["bits"] = json!("0x000000003fc00000");
+    std::fs::write(&j, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let rep = diff(
+        &a,
+        &Dump::open(ours2.path()).unwrap(),
+        &DiffOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(rep.summary().failed, 1, "{}", rep.render_text(true, 20));
+}
+
+/// Our upstream-layout writer marks hang snapshots on after_completion
+/// records (`hang_snapshot: true`) and counts them in after_completion;
+/// readers give them their stage back. The native layout refuses the marker.
+#[test]
+fn hang_snapshot_marker_reads_as_its_stage() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut snap = tensor(T, 1, "after_completion", "output", 0, 8);
+    snap["hang_snapshot"] = json!(true);
+    write(
+        tmp.path(),
+        2,
+        json!("args.bin"),
+        vec![tensor(T, 0, "before_dispatch", "input", 8, 8), snap],
+        Some(&[0u8; 16]),
+    );
+    let j = tmp.path().join("args_dump/args_dump.json");
+    let mut doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&j).unwrap()).unwrap();
+    doc["hang_snapshot"] = json!(1);
+    std::fs::write(&j, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let d = Dump::open(tmp.path()).unwrap();
+    assert_eq!(d.records()[1].stage, Stage::HangSnapshot);
+    assert_eq!(d.counts().stages, [1, 0, 1]);
+    // Counted as a third stage instead, it is an error naming the counter.
+    doc["after_completion"] = json!(0);
+    std::fs::write(&j, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let e = Dump::open(tmp.path()).unwrap_err().to_string();
+    assert!(e.contains("after_completion"), "{e}");
+}
