@@ -127,12 +127,13 @@ fn check_tree(ws: &Path) -> Vec<String> {
     let clock = t["otherData"]["clock_mhz"].as_f64().unwrap();
     let total_cycles = t["otherData"]["total_cycles"].as_u64().unwrap();
     let total_us = total_cycles as f64 / clock;
-    let mut procs: BTreeMap<u64, String> = BTreeMap::new();
-    let mut threads: BTreeMap<u64, BTreeSet<String>> = BTreeMap::new();
-    let mut cycles_by_pid: HashMap<u64, u64> = HashMap::new();
+    let mut procs: BTreeMap<String, String> = BTreeMap::new();
+    let mut threads: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut cycles_by_pid: HashMap<String, u64> = HashMap::new();
     let mut x = 0;
     for e in events {
-        let pid = e["pid"].as_u64().unwrap();
+        // The op simulator's shape: the pid is the sub-core's name.
+        let pid = e["pid"].as_str().expect("a pid string").to_string();
         match e["ph"].as_str().unwrap() {
             "M" if e["name"] == "process_name" => {
                 procs.insert(pid, e["args"]["name"].as_str().unwrap().into());
@@ -168,6 +169,7 @@ fn check_tree(ws: &Path) -> Vec<String> {
     assert!(x > 0, "no instruction events");
     assert!(!procs.is_empty());
     for (pid, name) in &procs {
+        assert_eq!(pid, name, "the pid names the sub-core");
         assert!(
             name.starts_with("core")
                 && [".cubecore0", ".veccore0", ".veccore1"]

@@ -5,7 +5,8 @@
 //! MindStudio Insight, `chrome://tracing` and Perfetto). Events:
 //!
 //! - `"ph":"M"` metadata: `process_name` / `process_sort_index` per sub-core,
-//!   `thread_name` / `thread_sort_index` per pipe track;
+//!   `thread_name` / `thread_sort_index` per pipe track (an integer
+//!   `args.sort_index` on every one);
 //! - `"ph":"X"` complete events, one per instruction: `ts`/`dur` in µs,
 //!   `args` with `start_cycle`, `end_cycle`, `cycles`, `size`, `size_unit`,
 //!   `source` (`file:line`), `gm_addr`/`gm_bytes` for loads and stores, and
@@ -13,6 +14,13 @@
 //!
 //! `otherData` carries `schema_version` ([`SCHEMA_VERSION`]), the label, the
 //! arch and its clock.
+//!
+//! The process id ([`Pid`]) is the sub-core's name string
+//! (`"core0.veccore0"`) in the op simulator's files (`simulator/trace.json`
+//! and the per-sub-core ones): the upstream Perfetto converter keeps only
+//! events whose `str(pid)` starts with `core` (UPSTREAM_FORMATS C). The
+//! Perfetto file keeps integer pids, the only kind Perfetto's JSON importer
+//! supports, and names each process by its sub-core.
 
 use std::{
     fmt,
@@ -26,15 +34,34 @@ use simpler_isa::{BufRange, InstrRecord};
 use crate::timing::{size_unit, Span, TimingParams};
 
 /// Version of the trace files' layout; changing the wire types below changes it.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// A trace process id: a sub-core's name (op simulator files) or a number
+/// (the Perfetto file).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Pid<'a> {
+    /// `"core0.veccore0"`.
+    Name(&'a str),
+    /// 1-based.
+    Num(u32),
+}
+
+impl Serialize for Pid<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match *self {
+            Pid::Name(n) => s.serialize_str(n),
+            Pid::Num(n) => s.serialize_u32(n),
+        }
+    }
+}
 
 /// A `"ph":"M"` metadata event. Changing this changes the format version.
 #[derive(Serialize)]
-struct Meta<A> {
+struct Meta<'p, A> {
     name: &'static str,
     #[serde(rename = "ph")]
     phase: &'static str,
-    pid: u32,
+    pid: Pid<'p>,
     tid: u32,
     args: A,
 }
@@ -59,7 +86,7 @@ struct Slice<'a> {
     cat: &'a str,
     #[serde(rename = "ph")]
     phase: &'static str,
-    pid: u32,
+    pid: Pid<'a>,
     tid: u32,
     /// Start, µs.
     ts: f64,
@@ -174,13 +201,19 @@ impl<W: Write> TraceWriter<W> {
     }
 
     /// `process_name` and `process_sort_index` of `pid`.
-    pub fn process(&mut self, pid: u32, name: &str, sort_index: u64) -> io::Result<()> {
+    pub fn process(&mut self, pid: Pid<'_>, name: &str, sort_index: u64) -> io::Result<()> {
         self.meta("process_name", pid, 0, NameArg { name })?;
         self.meta("process_sort_index", pid, 0, SortArg { sort_index })
     }
 
     /// `thread_name` and `thread_sort_index` of `(pid, tid)`.
-    pub fn thread(&mut self, pid: u32, tid: u32, name: &str, sort_index: u64) -> io::Result<()> {
+    pub fn thread(
+        &mut self,
+        pid: Pid<'_>,
+        tid: u32,
+        name: &str,
+        sort_index: u64,
+    ) -> io::Result<()> {
         self.meta("thread_name", pid, tid, NameArg { name })?;
         self.meta("thread_sort_index", pid, tid, SortArg { sort_index })
     }
@@ -188,7 +221,7 @@ impl<W: Write> TraceWriter<W> {
     fn meta<A: Serialize>(
         &mut self,
         name: &'static str,
-        pid: u32,
+        pid: Pid<'_>,
         tid: u32,
         args: A,
     ) -> io::Result<()> {
@@ -205,7 +238,7 @@ impl<W: Write> TraceWriter<W> {
     pub fn instr(
         &mut self,
         params: &TimingParams,
-        pid: u32,
+        pid: Pid<'_>,
         tid: u32,
         rec: &InstrRecord,
         span: Span,

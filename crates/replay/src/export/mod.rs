@@ -48,7 +48,7 @@ use crate::{
     timing::{pipe_index, simulate, Span, Timeline, TimingParams},
     SubCore,
 };
-use chrome::{Header, TraceWriter};
+use chrome::{Header, Pid, TraceWriter};
 use simpler_isa::Pipe;
 
 /// Why an export failed.
@@ -204,9 +204,10 @@ fn check(cores: &[SubCore], timeline: &Timeline) -> Result<(), ExportError> {
     Ok(())
 }
 
-/// Process id of sub-core `i` (1-based; some viewers treat pid 0 specially).
-fn pid(i: usize) -> u32 {
-    i as u32 + 1
+/// Perfetto process id of sub-core `i` (1-based; some viewers treat pid 0
+/// specially).
+fn pid(i: usize) -> Pid<'static> {
+    Pid::Num(i as u32 + 1)
 }
 
 /// Thread id of `lane` of `pipe`: lane 0 is the pipe's own track
@@ -215,7 +216,9 @@ fn tid(pipe: Pipe, lane: u32) -> u32 {
     pipe_index(pipe) as u32 + 1 + 8 * lane
 }
 
-/// Metadata and instruction events of one sub-core, one track per pipe.
+/// Metadata and instruction events of one sub-core as the op simulator
+/// writes them: the process id is the sub-core's name, one track per pipe
+/// with an integer sort index.
 fn core_events<W: Write>(
     t: &mut TraceWriter<W>,
     params: &TimingParams,
@@ -224,12 +227,13 @@ fn core_events<W: Write>(
     core: &SubCore,
     spans: &[Span],
 ) -> io::Result<()> {
-    t.process(pid(i), name, i as u64)?;
+    let pid = Pid::Name(name);
+    t.process(pid, name, i as u64)?;
     for (k, pipe) in Pipe::ALL.into_iter().enumerate() {
-        t.thread(pid(i), tid(pipe, 0), pipe.name(), k as u64)?;
+        t.thread(pid, tid(pipe, 0), pipe.name(), k as u64)?;
     }
     for (rec, &span) in core.records.iter().zip(spans) {
-        t.instr(params, pid(i), tid(rec.pipe, 0), rec, span)?;
+        t.instr(params, pid, tid(rec.pipe, 0), rec, span)?;
     }
     Ok(())
 }
@@ -262,11 +266,12 @@ fn perfetto_core_events<W: Write>(
             } else {
                 format!("{}#{lane}", pipe.name())
             };
+            // The upstream converter's convention: pipe order × 100 + lane.
             t.thread(
                 pid(i),
                 tid(pipe, lane),
                 &tname,
-                (k as u64) << 32 | u64::from(lane),
+                k as u64 * 100 + u64::from(lane),
             )?;
         }
     }

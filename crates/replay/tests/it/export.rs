@@ -31,10 +31,20 @@ fn events(trace: &Value) -> &Vec<Value> {
     trace["traceEvents"].as_array().expect("traceEvents array")
 }
 
+/// A pid as text: the op simulator files name processes by a string, the
+/// Perfetto file by a number.
+fn pid_of(e: &Value) -> String {
+    match &e["pid"] {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        other => panic!("pid {other}"),
+    }
+}
+
 /// Process names by pid and thread names by (pid, tid), from `M` events.
 struct Structure {
-    processes: BTreeMap<u64, String>,
-    threads: BTreeMap<(u64, u64), String>,
+    processes: BTreeMap<String, String>,
+    threads: BTreeMap<(String, u64), String>,
 }
 
 fn structure(trace: &Value) -> Structure {
@@ -43,7 +53,7 @@ fn structure(trace: &Value) -> Structure {
         threads: BTreeMap::new(),
     };
     for e in events(trace).iter().filter(|e| e["ph"] == "M") {
-        let pid = e["pid"].as_u64().unwrap();
+        let pid = pid_of(e);
         let name = e["args"]["name"].as_str().map(str::to_string);
         match e["name"].as_str().unwrap() {
             "process_name" => {
@@ -67,10 +77,10 @@ fn slices(trace: &Value) -> Vec<&Value> {
 }
 
 /// Summed `args.cycles` of the X events of each pid.
-fn cycles_by_pid(trace: &Value) -> BTreeMap<u64, u64> {
+fn cycles_by_pid(trace: &Value) -> BTreeMap<String, u64> {
     let mut m = BTreeMap::new();
     for e in slices(trace) {
-        *m.entry(e["pid"].as_u64().unwrap()).or_default() += e["args"]["cycles"].as_u64().unwrap();
+        *m.entry(pid_of(e)).or_default() += e["args"]["cycles"].as_u64().unwrap();
     }
     m
 }
@@ -107,7 +117,7 @@ fn trace_json_has_one_process_per_sub_core_and_one_thread_per_pipe() {
     assert_eq!(summary.simulator_dir, out.path().join("simulator"));
 
     let trace = load_json(&summary.simulator_dir.join("trace.json"));
-    assert_eq!(trace["otherData"]["schema_version"], 1);
+    assert_eq!(trace["otherData"]["schema_version"], 2);
     assert_eq!(trace["otherData"]["clock_mhz"], 1850);
     let s = structure(&trace);
     let names: Vec<&str> = s.processes.values().map(String::as_str).collect();
@@ -115,11 +125,13 @@ fn trace_json_has_one_process_per_sub_core_and_one_thread_per_pipe() {
         names,
         ["core0.cubecore0", "core0.veccore0", "core0.veccore1"]
     );
-    for &pid in s.processes.keys() {
+    for (pid, name) in &s.processes {
+        // The op simulator's shape: the pid is the sub-core's name.
+        assert_eq!(pid, name);
         let threads: BTreeSet<&str> = s
             .threads
             .iter()
-            .filter(|((p, _), _)| *p == pid)
+            .filter(|((p, _), _)| p == pid)
             .map(|(_, n)| n.as_str())
             .collect();
         assert_eq!(threads, PIPES.into_iter().collect(), "pid {pid}");
@@ -132,7 +144,7 @@ fn trace_json_has_one_process_per_sub_core_and_one_thread_per_pipe() {
     let mnemonics: BTreeSet<&str> = xs.iter().map(|e| e["name"].as_str().unwrap()).collect();
     assert!(mnemonics.is_superset(&["TLOAD", "TMOV", "TMATMUL", "TSTORE", "TADD", "TMUL"].into()));
     for e in &xs {
-        let (pid, tid) = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
+        let (pid, tid) = (pid_of(e), e["tid"].as_u64().unwrap());
         let thread = &s.threads[&(pid, tid)];
         assert_eq!(
             e["cat"].as_str(),
@@ -162,14 +174,20 @@ fn trace_json_has_one_process_per_sub_core_and_one_thread_per_pipe() {
         }
     }
     // FIXP and CUBE appear on the cube core, VECTOR on the vector cores.
-    let pipe_of = |pid: u64, name: &str| {
+    let pipe_of = |pid: &str, name: &str| {
         xs.iter()
             .filter(|e| e["pid"] == pid && e["name"] == name)
             .map(|e| e["cat"].as_str().unwrap().to_string())
             .collect::<BTreeSet<_>>()
     };
-    assert_eq!(pipe_of(1, "TSTORE"), ["FIXP".to_string()].into());
-    assert_eq!(pipe_of(2, "TSTORE"), ["MTE3".to_string()].into());
+    assert_eq!(
+        pipe_of("core0.cubecore0", "TSTORE"),
+        ["FIXP".to_string()].into()
+    );
+    assert_eq!(
+        pipe_of("core0.veccore0", "TSTORE"),
+        ["MTE3".to_string()].into()
+    );
 }
 
 #[test]
@@ -180,7 +198,7 @@ fn per_sub_core_files_exist_and_csv_cycles_match_the_traces() {
     let summary = export_trace(out.path(), "mixed", &TimingParams::a2a3(), &cores).unwrap();
     let all = cycles_by_pid(&load_json(&summary.simulator_dir.join("trace.json")));
 
-    for (i, c) in summary.cores.iter().enumerate() {
+    for c in &summary.cores {
         let dir = summary.simulator_dir.join(&c.name);
         assert_eq!(c.dir, dir);
         let own = load_json(&dir.join("trace.json"));
@@ -191,9 +209,9 @@ fn per_sub_core_files_exist_and_csv_cycles_match_the_traces() {
             "only this sub-core"
         );
         let own_cycles = cycles_by_pid(&own);
-        let pid = *s.processes.keys().next().unwrap();
-        let trace_sum = own_cycles[&pid];
-        assert_eq!(all[&(i as u64 + 1)], trace_sum);
+        let pid = s.processes.keys().next().unwrap();
+        let trace_sum = own_cycles[pid];
+        assert_eq!(all[&c.name], trace_sum);
         assert_eq!(trace_sum, c.busy.iter().map(|(_, b)| b).sum::<u64>());
 
         let (instr_rows, instr_sum) = csv_cycles(
@@ -272,11 +290,11 @@ fn csv_fields_with_commas_and_quotes_are_escaped() {
 }
 
 /// Tracks of a Perfetto file: (pid, tid) → sorted cycle spans.
-fn tracks(trace: &Value) -> BTreeMap<(u64, u64), Vec<Span>> {
-    let mut m: BTreeMap<(u64, u64), Vec<Span>> = BTreeMap::new();
+fn tracks(trace: &Value) -> BTreeMap<(String, u64), Vec<Span>> {
+    let mut m: BTreeMap<(String, u64), Vec<Span>> = BTreeMap::new();
     for e in slices(trace) {
         let a = &e["args"];
-        m.entry((e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap()))
+        m.entry((pid_of(e), e["tid"].as_u64().unwrap()))
             .or_default()
             .push(Span {
                 start: a["start_cycle"].as_u64().unwrap(),
@@ -368,7 +386,7 @@ fn perfetto_splits_overlapping_slices_into_lanes() {
     }
     assert!(!names.contains("VECTOR#3"), "three lanes are enough");
     assert_eq!(slices(&trace).len(), 6);
-    let used: BTreeSet<(u64, u64)> = tracks(&trace).into_keys().collect();
+    let used: BTreeSet<(String, u64)> = tracks(&trace).into_keys().collect();
     assert!(
         used.iter().all(|t| s.threads.contains_key(t)),
         "every track is named"

@@ -6,3 +6,4 @@ mod export;
 mod replay;
 mod spec_fuzz;
 mod timing;
+mod upstream_converter;
