@@ -1,7 +1,8 @@
 //! `simpler insight-trace`: replay one kernel dispatch alone on the pipe
 //! simulator, export a MindStudio Insight / Perfetto trace and verify the
-//! outputs against the dump (DESIGN §8). The work is in `simpler_replay`;
-//! this module selects, prints and picks the exit code.
+//! outputs against the dump (DESIGN §8); with `--all`, every dispatch. The
+//! work is in `simpler_replay` (`source` finds and selects, `all` replays
+//! them all); this module parses flags, prints and picks the exit code.
 
 use std::{
     io::Write,
@@ -11,13 +12,13 @@ use std::{
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use simpler_format::args_dump::ArgsDump;
-use simpler_format::files::{ARGS_FILE, TENSOR_DUMP_JSON};
-use simpler_inspect::{args::ArgsFile, kernel_args::KernelArgsFile, Dump};
+use simpler_core::{topology::Subtask, TaskId};
 use simpler_replay::{
-    rebuild::{rebuild, select_dispatch, RebuildOptions},
+    all::{replay_all, AllOptions},
+    rebuild::RebuildOptions,
     replay_into,
-    spec::DataSource,
+    source::{DumpSource, Selector},
+    spec::{DataSource, Tolerance},
     workspace::zero_filled,
     ReplayOutcome, ReplaySpec, WorkspaceTarget,
 };
@@ -31,24 +32,52 @@ use crate::cli::{ChipArgs, DumpArgs};
 pub struct InsightArgs {
     /// Workload name (see `simpler list`).
     pub workload: String,
-    /// Case (default: the dump's case when args_dump.json says it, the
-    /// spec's with --arg-spec, else the workload's first case).
+    /// Case (default: the dump's case when it records one, the spec's with
+    /// --arg-spec, else the workload's first case).
     #[arg(long)]
     pub case: Option<String>,
-    /// Func id of the kernel to replay (required unless --arg-spec).
+    /// Func id of the kernel to replay (required unless --arg-spec, --all
+    /// or --task-id).
     #[arg(long, value_name = "ID")]
     pub func_id: Option<u32>,
-    /// Run directory or its tensor_dump/ folder holding
-    /// kernel_args_dump.json (and ideally the tensor dump). Without it the
-    /// case is first run here with --dump-all.
+    /// The run to replay from: a run directory, its tensor_dump/ or
+    /// args_dump/ folder (either layout, also the upstream runtime's own
+    /// dumps). Without it the case is first run here with --dump-all.
     #[arg(long, value_name = "DIR")]
     pub dump_dir: Option<PathBuf>,
-    /// Dispatch to replay (default: the first dispatch of --func-id).
+    /// Dispatch to replay (default: the first of --func-id); without a
+    /// kernel args dump, the N-th task of --func-id (from 0).
     #[arg(long, value_name = "N")]
     pub dispatch_id: Option<u64>,
+    /// Task to replay (0x… or decimal), with --block-idx.
+    #[arg(long, value_name = "ID", value_parser = parse_task_id, conflicts_with = "dispatch_id")]
+    pub task_id: Option<TaskId>,
+    /// Block of the task (with --task-id; without a kernel args dump, the
+    /// block index the replay runs as).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub block_idx: u32,
+    /// Without a kernel args dump: the task's block count (the per-task
+    /// records do not say; default 1).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub block_num: Option<u32>,
+    /// The cluster member to run a single-kernel AIV task as (aiv0, aiv1),
+    /// or to pick with --task-id.
+    #[arg(long, value_name = "MEMBER", value_parser = parse_subtask)]
+    pub subtask: Option<Subtask>,
+    /// Replay every dispatch of the dump (of --func-id, when given) in
+    /// parallel, verify each and print one summary line per func.
+    #[arg(long, conflicts_with_all = ["arg_spec", "dispatch_id", "task_id", "set_arg", "output"])]
+    pub all: bool,
+    /// Relative tolerance for a dump of the upstream runtime (its kernels
+    /// are other code; ours are checked bit for bit).
+    #[arg(long, default_value_t = simpler_inspect::diff::DEFAULT_RTOL, allow_hyphen_values = true)]
+    pub rtol: f64,
+    /// Absolute tolerance for a dump of the upstream runtime.
+    #[arg(long, default_value_t = simpler_inspect::diff::DEFAULT_ATOL, allow_hyphen_values = true)]
+    pub atol: f64,
     /// Replay from a spec file (a replay_spec.json, or hand-written)
     /// instead of a dump.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["dump_dir", "dispatch_id"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["dump_dir", "dispatch_id", "task_id"])]
     pub arg_spec: Option<PathBuf>,
     /// Override one scalar slot (value by its dtype, or 0x… raw bits) or
     /// fill one tensor slot with a value; repeatable.
@@ -68,16 +97,34 @@ pub struct InsightArgs {
     pub chip: ChipArgs,
 }
 
-/// Run the command; exit 0 when every output verified bit-exact, 1 on a
+fn parse_task_id(s: &str) -> Result<TaskId, String> {
+    TaskId::parse(s.trim())
+        .ok_or_else(|| "expected a task id: 0x followed by hex digits, or a decimal number".into())
+}
+
+fn parse_subtask(s: &str) -> Result<Subtask, String> {
+    Subtask::ALL
+        .into_iter()
+        .find(|m| m.name() == s.trim())
+        .ok_or_else(|| "expected aic, aiv0 or aiv1".into())
+}
+
+/// Run the command; exit 0 when every output verified (bit-exact, or
+/// within the tolerance for a dump of the upstream runtime), 1 on a
 /// mismatch or when an output could not be verified.
 pub fn insight_trace(a: &InsightArgs) -> Result<ExitCode> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let o = match run(a, &mut out).and_then(|o| {
+    let passed = if a.all {
+        run_all(a, &mut out)
+    } else {
+        run(a, &mut out).map(|o| o.report.overall_pass)
+    };
+    let passed = match passed.and_then(|p| {
         out.flush()?;
-        Ok(o)
+        Ok(p)
     }) {
-        Ok(o) => o,
+        Ok(p) => p,
         // `simpler insight-trace … | head`: the reader left; stop quietly,
         // as the other commands do.
         Err(e)
@@ -90,7 +137,7 @@ pub fn insight_trace(a: &InsightArgs) -> Result<ExitCode> {
         }
         Err(e) => return Err(e),
     };
-    Ok(if o.report.overall_pass {
+    Ok(if passed {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
@@ -105,7 +152,31 @@ fn kernel_list(kernels: &[KernelDef]) -> String {
         .join(", ")
 }
 
-/// Everything the command does, printing to `out`; returns the outcome.
+/// Where the workspace goes: `--output`, or a fresh folder under
+/// `outputs/`; and the root a case run here writes its run directory in.
+fn target(a: &InsightArgs) -> Result<(WorkspaceTarget, PathBuf)> {
+    match &a.output {
+        Some(dir) => {
+            if dir.exists() {
+                bail!(
+                    "--output {}: the directory already exists and is never overwritten; choose a new one",
+                    dir.display()
+                );
+            }
+            let root = dir
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+            Ok((WorkspaceTarget::At(dir.clone()), root))
+        }
+        None => Ok((
+            WorkspaceTarget::Fresh(PathBuf::from("outputs")),
+            PathBuf::from("outputs"),
+        )),
+    }
+}
+
+/// Everything the command does for one dispatch, printing to `out`.
 ///
 /// # Errors
 /// Unknown workload/case/func id/dispatch, unreadable dumps or spec, a
@@ -115,68 +186,10 @@ pub fn run(a: &InsightArgs, out: &mut dyn Write) -> Result<ReplayOutcome> {
     let kernels = w.kernels();
     // Refuse bad --arch/--clusters/… before reading anything.
     a.chip.config()?;
-    let root = match &a.output {
-        Some(dir) => dir
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
-        None => PathBuf::from("outputs"),
-    };
-    let target = match &a.output {
-        Some(dir) => {
-            if dir.exists() {
-                bail!(
-                    "--output {}: the directory already exists and is never overwritten; choose a new one",
-                    dir.display()
-                );
-            }
-            WorkspaceTarget::At(dir.clone())
-        }
-        None => WorkspaceTarget::Fresh(root.clone()),
-    };
-
+    let (target, root) = target(a)?;
     let (mut spec, base, spec_file) = match &a.arg_spec {
         Some(path) => {
-            let spec = ReplaySpec::load(path)?;
-            if spec.workload != w.name() {
-                bail!(
-                    "{}: the spec is for workload {}, not {}",
-                    path.display(),
-                    spec.workload,
-                    w.name()
-                );
-            }
-            w.case(&spec.case)
-                .with_context(|| format!("{}: field case", path.display()))?;
-            if let Some(c) = &a.case {
-                if *c != spec.case {
-                    bail!(
-                        "--case {c}: the spec {} is for case {}",
-                        path.display(),
-                        spec.case
-                    );
-                }
-            }
-            if let Some(f) = a.func_id {
-                if f != spec.func_id {
-                    bail!(
-                        "--func-id {f}: the spec {} replays func_id {} ({})",
-                        path.display(),
-                        spec.func_id,
-                        spec.kernel
-                    );
-                }
-            }
-            writeln!(
-                out,
-                "insight-trace {} {}: func {} {} [{}] from spec {}",
-                spec.workload,
-                spec.case,
-                spec.func_id,
-                spec.kernel,
-                spec.core_type,
-                path.display()
-            )?;
+            let spec = from_spec(a, w.as_ref(), path, out)?;
             let base = path
                 .parent()
                 .filter(|p| !p.as_os_str().is_empty())
@@ -188,51 +201,75 @@ pub fn run(a: &InsightArgs, out: &mut dyn Write) -> Result<ReplayOutcome> {
             (spec, PathBuf::from("."), "replay spec".to_string())
         }
     };
-
     let mut overrides = Vec::new();
     for s in &a.set_arg {
         let what = spec.set_arg(s)?;
         writeln!(out, "set-arg: {what}")?;
         overrides.push(what);
     }
-
     let o = replay_into(&target, &spec, &base, &spec_file, &kernels, &overrides)?;
     print_outcome(&o, out)?;
     Ok(o)
 }
 
-/// Steps 1–4 from a dump: find the kernel args dump (running the case
-/// first when no --dump-dir), select the dispatch, rebuild its spec.
-fn from_dump(
+/// A spec file, checked against the workload and the flags.
+fn from_spec(
     a: &InsightArgs,
     w: &dyn Workload,
-    kernels: &[KernelDef],
-    root: &Path,
+    path: &Path,
     out: &mut dyn Write,
 ) -> Result<ReplaySpec> {
-    let Some(func_id) = a.func_id else {
+    let spec = ReplaySpec::load(path)?;
+    if spec.workload != w.name() {
         bail!(
-            "--func-id is required{}; kernels of {}: {}",
-            if a.dump_dir.is_some() {
-                " with --dump-dir"
-            } else {
-                " (the kernel to replay)"
-            },
-            w.name(),
-            kernel_list(kernels)
-        );
-    };
-    if !kernels.iter().any(|k| k.func_id == func_id) {
-        bail!(
-            "--func-id {func_id}: workload {} has no such kernel; valid func ids: {}",
-            w.name(),
-            kernel_list(kernels)
+            "{}: the spec is for workload {}, not {}",
+            path.display(),
+            spec.workload,
+            w.name()
         );
     }
+    w.case(&spec.case)
+        .with_context(|| format!("{}: field case", path.display()))?;
+    if let Some(c) = a.case.as_ref().filter(|c| **c != spec.case) {
+        bail!(
+            "--case {c}: the spec {} is for case {}",
+            path.display(),
+            spec.case
+        );
+    }
+    if let Some(f) = a.func_id.filter(|f| *f != spec.func_id) {
+        bail!(
+            "--func-id {f}: the spec {} replays func_id {} ({})",
+            path.display(),
+            spec.func_id,
+            spec.kernel
+        );
+    }
+    writeln!(
+        out,
+        "insight-trace {} {}: func {} {} [{}] from spec {}",
+        spec.workload,
+        spec.case,
+        spec.func_id,
+        spec.kernel,
+        spec.core_type,
+        path.display()
+    )?;
+    Ok(spec)
+}
+
+/// The dumps to replay from: `--dump-dir`, or a run of the case made here
+/// with `--dump-all`; and the case.
+fn open_source(
+    a: &InsightArgs,
+    w: &dyn Workload,
+    root: &Path,
+    out: &mut dyn Write,
+) -> Result<(DumpSource, String)> {
     if let Some(c) = &a.case {
         w.case(c)?;
     }
-    let (dump_dir, ran_case) = match &a.dump_dir {
+    let (dir, ran) = match &a.dump_dir {
         Some(d) => (d.clone(), None),
         None => {
             let case = match &a.case {
@@ -242,109 +279,82 @@ fn from_dump(
             (run_case(a, w, case, root, out)?, Some(case.to_string()))
         }
     };
-    let kargs = KernelArgsFile::open(&dump_dir)?;
-    let folder = kargs
-        .path
-        .parent()
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-
-    // The case: as given, as the run made here, or as the dump says.
-    // Optional (a kernel-args-only dump has none), but when present it must
-    // be valid: a damaged file is reported, not silently ignored.
-    let args_path = folder.join(ARGS_FILE);
-    let recorded: Option<ArgsDump> = if args_path.is_file() {
-        Some(ArgsFile::open(&args_path)?.doc)
-    } else {
-        None
-    };
-    if let Some(r) = &recorded {
-        if r.workload != w.name() {
-            bail!(
-                "{}: the dump was written by workload {} (case {}), not {}",
-                folder.join(ARGS_FILE).display(),
-                r.workload,
-                r.case,
-                w.name()
-            );
-        }
-        if let Some(c) = &a.case {
-            if *c != r.case {
-                bail!(
-                    "--case {c}: the dump in {} was written by case {}",
-                    folder.display(),
-                    r.case
-                );
-            }
-        }
-    }
-    let case = match (&a.case, ran_case, &recorded) {
+    let src = DumpSource::open(&dir)?;
+    let recorded = src.check_run(w.name(), a.case.as_deref())?;
+    let case = match (&a.case, ran, recorded) {
         (Some(c), _, _) => c.clone(),
         (None, Some(c), _) => c,
-        (None, None, Some(r)) => w.case(&r.case)?.name.to_string(),
+        (None, None, Some(r)) => w.case(&r)?.name.to_string(),
         (None, None, None) => w.default_case().to_string(),
     };
+    for line in src.describe() {
+        writeln!(out, "{line}")?;
+    }
+    Ok((src, case))
+}
 
-    // Select first, so that only the selected task's records are kept in
-    // memory (every record is still read and validated).
-    let sel = select_dispatch(&kargs, func_id, a.dispatch_id, kernels)?;
-    let task = kargs
-        .dispatch(sel.dispatch_id)
-        .map(|d| simpler_core::TaskId(d.task_id.0));
-    let dump = if folder.join(TENSOR_DUMP_JSON).is_file() {
-        Some(Dump::open_filtered(&folder, |r| Some(r.task_id) == task)?)
-    } else {
-        None
-    };
-    writeln!(
-        out,
-        "kernel args dump: {} ({} dispatches)",
-        kargs.path.display(),
-        kargs.doc.total_dispatches
-    )?;
-    match &dump {
-        Some(d) => writeln!(
-            out,
-            "tensor dump: {} ({} records, dump level {})",
-            d.manifest_path().display(),
-            d.counts().total,
-            d.header()
-                .dump_level
-                .map_or_else(|| "not recorded".into(), |l| l.to_string())
-        )?,
-        None => writeln!(
-            out,
-            "tensor dump: none in {} — inputs will be zero-filled and outputs cannot be verified",
-            folder.display()
-        )?,
+fn selector(a: &InsightArgs) -> Selector {
+    Selector {
+        func_id: a.func_id,
+        dispatch_id: a.dispatch_id,
+        task_id: a.task_id,
+        block_idx: a.block_idx,
+        block_num: a.block_num,
+        subtask: a.subtask,
     }
-    if let Some(n) = &sel.note {
-        writeln!(out, "{n}")?;
+}
+
+/// Steps 1–4 from a dump: find the dumps (running the case first when no
+/// --dump-dir), select the dispatch, rebuild its spec.
+fn from_dump(
+    a: &InsightArgs,
+    w: &dyn Workload,
+    kernels: &[KernelDef],
+    root: &Path,
+    out: &mut dyn Write,
+) -> Result<ReplaySpec> {
+    match a.func_id {
+        None if a.task_id.is_none() => bail!(
+            "--func-id is required{}; kernels of {}: {}",
+            if a.dump_dir.is_some() {
+                " with --dump-dir (or --task-id, or --all)"
+            } else {
+                " (the kernel to replay)"
+            },
+            w.name(),
+            kernel_list(kernels)
+        ),
+        Some(f) if !kernels.iter().any(|k| k.func_id == f) => bail!(
+            "--func-id {f}: workload {} has no such kernel; valid func ids: {}",
+            w.name(),
+            kernel_list(kernels)
+        ),
+        _ => {}
     }
-    let spec = rebuild(
-        &kargs,
-        dump.as_ref(),
-        sel.dispatch_id,
-        &RebuildOptions {
-            workload: w.name(),
-            case: &case,
-            arch: &a.chip.arch,
-            clusters: a.chip.clusters,
-            kernels,
-        },
-    )?;
+    let (src, case) = open_source(a, w, root, out)?;
+    let opts = rebuild_options(a, w, &case, kernels);
+    let sel = src.select(&selector(a), &opts, tolerance(a)?)?;
+    for line in &sel.lines {
+        writeln!(out, "{line}")?;
+    }
+    let spec = sel.spec;
     let d = &spec.dispatch;
     writeln!(
         out,
-        "insight-trace {} {}: func {} {} [{}], dispatch {} (task {}, {} on core {}, block {}/{}){}",
+        "insight-trace {} {}: func {} {} [{}], {} (task {}, {} on {}, block {}/{}){}",
         spec.workload,
         spec.case,
         spec.func_id,
         spec.kernel,
         spec.core_type,
-        sel.dispatch_id,
+        d.dispatch_id.map_or_else(
+            || "rebuilt from per-task records".into(),
+            |i| format!("dispatch {i}")
+        ),
         d.task_id.as_deref().unwrap_or("?"),
         d.subtask,
-        d.core_id.map_or_else(|| "?".into(), |c| c.to_string()),
+        d.core_id
+            .map_or_else(|| "cluster 0".into(), |c| format!("core {c}")),
         d.block_idx,
         d.block_num,
         if spec.members.len() > 1 {
@@ -361,6 +371,70 @@ fn from_dump(
         }
     )?;
     Ok(spec)
+}
+
+fn rebuild_options<'a>(
+    a: &'a InsightArgs,
+    w: &'a dyn Workload,
+    case: &'a str,
+    kernels: &'a [KernelDef],
+) -> RebuildOptions<'a> {
+    RebuildOptions {
+        workload: w.name(),
+        case,
+        arch: &a.chip.arch,
+        clusters: a.chip.clusters,
+        kernels,
+    }
+}
+
+fn tolerance(a: &InsightArgs) -> Result<Tolerance> {
+    Tolerance {
+        rtol: a.rtol,
+        atol: a.atol,
+    }
+    .checked()
+    .map_err(|m| anyhow::anyhow!("--{m}"))
+}
+
+/// `--all`: every dispatch replayed and verified; true when all passed.
+fn run_all(a: &InsightArgs, out: &mut dyn Write) -> Result<bool> {
+    let w = simpler_workloads::find(&a.workload)?;
+    let kernels = w.kernels();
+    a.chip.config()?;
+    if let Some(f) = a
+        .func_id
+        .filter(|f| !kernels.iter().any(|k| k.func_id == *f))
+    {
+        bail!(
+            "--func-id {f}: workload {} has no such kernel; valid func ids: {}",
+            w.name(),
+            kernel_list(&kernels)
+        );
+    }
+    let (src, case) = open_source(a, w.as_ref(), Path::new("outputs"), out)?;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let opts = AllOptions {
+        rebuild: rebuild_options(a, w.as_ref(), &case, &kernels),
+        func_id: a.func_id,
+        selector: selector(a),
+        tolerance: tolerance(a)?,
+        threads,
+    };
+    let mut progress = simpler_inspect::progress::Progress::stderr("dispatches replayed", true);
+    let report = replay_all(&src, &opts, &mut |done, total| {
+        progress.update(done as u64, total as u64)
+    })?;
+    progress.finish();
+    writeln!(
+        out,
+        "insight-trace --all {} {case}: {} dispatches from {}",
+        w.name(),
+        report.results.len(),
+        report.source
+    )?;
+    write!(out, "{}", report.render_text())?;
+    Ok(report.passed())
 }
 
 /// Run the case with every dump into a fresh run directory under `root`.
@@ -420,6 +494,14 @@ fn print_outcome(o: &ReplayOutcome, out: &mut dyn Write) -> Result<()> {
         for z in &zf {
             writeln!(out, "  slot {:>2}: {}", z.arg_index, z.reason)?;
         }
+    }
+    for n in o
+        .report
+        .notes
+        .iter()
+        .filter(|n| n.contains("rebuilt from") || n.contains("derived"))
+    {
+        writeln!(out, "note: {n}")?;
     }
     writeln!(out, "workspace: {}", o.workspace.dir.display())?;
     writeln!(out, "spec:      {}", o.spec_path.display())?;

@@ -3,7 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use simpler_format::files::{TENSOR_DUMP_DIR, TENSOR_DUMP_JSON, UPSTREAM_DIR, UPSTREAM_JSON};
+use simpler_format::files::{
+    ARGS_FILE, KERNEL_ARGS_FILE, TENSOR_DUMP_DIR, TENSOR_DUMP_JSON, UPSTREAM_DIR, UPSTREAM_JSON,
+    UPSTREAM_ORCH_ARGS_FILE,
+};
 use simpler_format::{Error, ErrorKind};
 
 /// The tensor dump manifest for `path`: the file itself, or in a run
@@ -39,6 +42,88 @@ pub fn resolve_manifest(path: &Path) -> Result<PathBuf, Error> {
             hint: "; run a workload with --dump-tensor, or pass the dump's folder",
         },
     ))
+}
+
+/// The dump files of one run, in either layout (DESIGN §6, §6b): ours keeps
+/// everything in `tensor_dump/`; the upstream layout has `args_dump/` with
+/// `kernel_args_dump.json` and `orch_args_dump.json` beside it; the
+/// upstream runtime itself writes `args_dump/` only.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunFiles {
+    /// The per-task manifest (`tensor_dump.json` / `args_dump.json`).
+    pub manifest: Option<PathBuf>,
+    /// `kernel_args_dump.json` of the same run.
+    pub kernel_args: Option<PathBuf>,
+    /// The orchestration args dump of the same run (`args_dump.json` in
+    /// our folder, `orch_args_dump.json` beside an `args_dump/` one).
+    pub orch_args: Option<PathBuf>,
+}
+
+/// True for the upstream layout's manifest: `args_dump.json` in a folder
+/// named `args_dump` (elsewhere that name is our orchestration args dump).
+fn is_upstream_manifest(m: &Path) -> bool {
+    m.file_name().is_some_and(|n| n == UPSTREAM_JSON)
+        && m.parent()
+            .and_then(Path::file_name)
+            .is_some_and(|n| n == UPSTREAM_DIR)
+}
+
+/// Find the dump files of the run at `path`: a run directory, its dump
+/// folder (`tensor_dump/` or `args_dump/`), a manifest, or a
+/// `kernel_args_dump.json`. Files are taken only from the same run's
+/// folders: a native dump folder, or the folder an `args_dump/` sits in.
+///
+/// # Errors
+/// The path does not exist, or a manifest candidate cannot be resolved for
+/// another reason than being absent.
+pub fn run_files(path: &Path) -> Result<RunFiles, Error> {
+    if !path.exists() {
+        return Err(Error::new(path, ErrorKind::PathMissing));
+    }
+    let kernel_file = path.is_file() && path.file_name().is_some_and(|n| n == KERNEL_ARGS_FILE);
+    let manifest = match () {
+        _ if kernel_file => None,
+        _ if path.is_file() => Some(path.to_path_buf()),
+        _ => match resolve_manifest(path) {
+            Ok(m) => Some(m),
+            Err(e) if matches!(e.kind, ErrorKind::NotFound { .. }) => None,
+            Err(e) => return Err(e),
+        },
+    };
+    let parent = |p: &Path| p.parent().map_or_else(PathBuf::new, Path::to_path_buf);
+    // (folder, orchestration args dump name) pairs to look in, in order.
+    let dirs: Vec<(PathBuf, &str)> = match &manifest {
+        Some(m) if is_upstream_manifest(m) => {
+            vec![(parent(&parent(m)), UPSTREAM_ORCH_ARGS_FILE)]
+        }
+        Some(m) => vec![(parent(m), ARGS_FILE)],
+        None => {
+            let base = if path.is_file() {
+                parent(path)
+            } else {
+                path.to_path_buf()
+            };
+            if base.file_name().is_some_and(|n| n == UPSTREAM_DIR) {
+                vec![(parent(&base), UPSTREAM_ORCH_ARGS_FILE)]
+            } else {
+                vec![
+                    (base.join(TENSOR_DUMP_DIR), ARGS_FILE),
+                    (base.clone(), UPSTREAM_ORCH_ARGS_FILE),
+                    (base, ARGS_FILE),
+                ]
+            }
+        }
+    };
+    let first = |f: &dyn Fn(&(PathBuf, &str)) -> PathBuf| dirs.iter().map(f).find(|p| p.is_file());
+    Ok(RunFiles {
+        kernel_args: if kernel_file {
+            Some(path.to_path_buf())
+        } else {
+            first(&|(d, _)| d.join(KERNEL_ARGS_FILE))
+        },
+        orch_args: first(&|(d, name)| d.join(name)),
+        manifest,
+    })
 }
 
 fn join(paths: &[PathBuf]) -> String {

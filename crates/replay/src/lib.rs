@@ -51,11 +51,14 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod all;
 pub mod bench;
 mod error;
 pub mod export;
 pub mod rebuild;
+pub mod records;
 pub mod replay;
+pub mod source;
 pub mod spec;
 mod subcore;
 pub mod timing;

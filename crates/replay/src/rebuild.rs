@@ -24,7 +24,9 @@ use std::path::PathBuf;
 use simpler_core::{topology, ArgRole, TaskId};
 use simpler_format::kernel_args::{ContextKind, Dispatch, Slot};
 use simpler_format::vocab::Kind;
-use simpler_inspect::{kernel_args::KernelArgsFile, Dump, Record, RecordKind, Stage};
+use simpler_inspect::{
+    kernel_args::KernelArgsFile, stream::DumpInfo, Dump, Record, RecordKind, Stage,
+};
 use simpler_runtime::KernelDef;
 
 use crate::{
@@ -217,6 +219,15 @@ fn identity(d: &Dispatch) -> DispatchIdentity {
     }
 }
 
+/// The tensor dump records of one task, and the dump they come from.
+#[derive(Debug, Clone, Copy)]
+pub struct DumpRecs<'a> {
+    /// The dump's header, manifest and payload file.
+    pub info: &'a DumpInfo,
+    /// The task's records (any order).
+    pub records: &'a [&'a Record],
+}
+
 /// Build the spec of dispatch `dispatch_id` from the kernel args dump `k`
 /// and, when there is one, the tensor dump of the same run.
 ///
@@ -231,6 +242,32 @@ pub fn rebuild(
     dispatch_id: u64,
     opts: &RebuildOptions<'_>,
 ) -> Result<ReplaySpec, ReplayError> {
+    let task = k.dispatch(dispatch_id).map(|d| TaskId(d.task_id.0));
+    let recs: Vec<&Record> = dump
+        .map(|dp| {
+            dp.records()
+                .iter()
+                .filter(|r| Some(r.task_id) == task)
+                .collect()
+        })
+        .unwrap_or_default();
+    let dump = dump.map(|dp| DumpRecs {
+        info: dp.info(),
+        records: &recs,
+    });
+    rebuild_with(k, dump, dispatch_id, opts)
+}
+
+/// [`rebuild`] from the task's records, already picked out of the dump.
+///
+/// # Errors
+/// As for [`rebuild`].
+pub fn rebuild_with(
+    k: &KernelArgsFile,
+    dump: Option<DumpRecs<'_>>,
+    dispatch_id: u64,
+    opts: &RebuildOptions<'_>,
+) -> Result<ReplaySpec, ReplayError> {
     let path = k.path.display().to_string();
     let d = k.dispatch(dispatch_id).ok_or_else(|| {
         ReplayError::Selection(format!(
@@ -238,9 +275,59 @@ pub fn rebuild(
             available_pairs(k)
         ))
     })?;
-    let mut notes = Vec::new();
+    let (member_specs, selected, mut notes) = cluster(k, d, opts)?;
+    let top = member_specs[selected].clone();
+    let recs = task_tensor_records(dump, d, &mut notes);
+    let from = SlotSource {
+        dump,
+        recs: &recs,
+        bin: dump.map(|dp| canonical(dp.info.payload.path())),
+        level: dump.and_then(|dp| dp.info.header.dump_level),
+        path: &path,
+        dispatch: d,
+    };
+    let args = d
+        .args
+        .iter()
+        .map(|s| match s.kind {
+            Kind::Scalar => Ok(scalar_spec(s)),
+            Kind::Tensor => from.tensor_spec(s),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(ReplaySpec {
+        schema_version: SPEC_SCHEMA_VERSION,
+        workload: opts.workload.into(),
+        case: opts.case.into(),
+        arch: opts.arch.into(),
+        clusters: opts.clusters,
+        func_id: top.func_id,
+        kernel: top.kernel.clone(),
+        core_type: top.core_type.clone(),
+        dispatch: top.dispatch.clone(),
+        members: if member_specs.len() > 1 {
+            member_specs
+        } else {
+            Vec::new()
+        },
+        args,
+        source: Some(SpecSource {
+            kernel_args_dump: Some(canonical(&k.path)),
+            tensor_dump: dump.map(|dp| canonical(&dp.info.manifest)),
+        }),
+        notes,
+        tolerance: None,
+    })
+}
 
-    // The cluster: every dispatch of the same task and block, AIC first.
+/// The cluster of dispatch `d` (every dispatch of the same task and block,
+/// AIC first), each member checked against the workload's kernels and
+/// `clusters`; the index of `d` among them and the notes so far.
+fn cluster(
+    k: &KernelArgsFile,
+    d: &Dispatch,
+    opts: &RebuildOptions<'_>,
+) -> Result<(Vec<MemberSpec>, usize, Vec<String>), ReplayError> {
+    let path = k.path.display();
     let mut members: Vec<&Dispatch> = k
         .doc
         .dispatches
@@ -261,65 +348,19 @@ pub fn rebuild(
             )));
         }
     }
-
-    // Kernels: each member's func id must be a kernel of the workload on
-    // the core type it ran on.
-    let mut member_specs = Vec::new();
-    for m in &members {
-        let Some(kd) = opts.kernels.iter().find(|kd| kd.func_id == m.func_id) else {
-            return Err(ReplayError::Rebuild(format!(
-                "{path}: dispatch {} ran func_id {}, which workload {} does not have (its kernels: {}); is the dump from another workload?",
-                m.dispatch_id,
-                m.func_id,
-                opts.workload,
-                kernel_list(opts.kernels)
-            )));
-        };
-        if kd.core_type.name() != m.core_type {
-            return Err(ReplayError::Rebuild(format!(
-                "{path}: dispatch {} ran func_id {} on an {} core, but workload {} registers func_id {} '{}' for {}; is the dump from another workload?",
-                m.dispatch_id,
-                m.func_id,
-                m.core_type,
-                opts.workload,
-                kd.func_id,
-                kd.name,
-                kd.core_type.name()
-            )));
-        }
-        if topology::locate(opts.clusters, m.core_id).is_none_or(|(_, s)| s.name() != m.subtask) {
-            let max = simpler_chip::ArchProfile::by_name(opts.arch).map_or(36, |a| a.max_clusters);
-            let fits = consistent_clusters(k, max);
-            return Err(ReplayError::Rebuild(format!(
-                "{path}: dispatch {} ran as {} on core {}, which is not an {} core with --clusters {}; the dump's core ids fit --clusters {}; pass the --clusters of the run that wrote the dump",
-                m.dispatch_id,
-                m.subtask,
-                m.core_id,
-                m.subtask,
-                opts.clusters,
-                if fits.is_empty() {
-                    "no value".to_string()
-                } else {
-                    fits.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
-                }
-            )));
-        }
-        member_specs.push(MemberSpec {
-            func_id: m.func_id,
-            kernel: kd.name.to_string(),
-            core_type: m.core_type.clone(),
-            dispatch: identity(m),
-        });
-    }
+    let specs = members
+        .iter()
+        .map(|m| member(k, m, opts))
+        .collect::<Result<Vec<_>, _>>()?;
     let selected = members
         .iter()
         .position(|m| m.dispatch_id == d.dispatch_id)
         .unwrap_or(0);
-    let top = member_specs[selected].clone();
-    if member_specs.len() > 1 {
+    let mut notes = Vec::new();
+    if specs.len() > 1 {
         notes.push(format!(
             "MIX dispatch: the replay runs the whole cluster ({}) with the same arguments",
-            member_specs
+            specs
                 .iter()
                 .map(|m| format!(
                     "{} func {} {} dispatch {}",
@@ -336,66 +377,148 @@ pub fn rebuild(
         "arch {} and clusters {} are not recorded in the dumps; they are the values given to insight-trace (--arch, --clusters)",
         opts.arch, opts.clusters
     ));
+    Ok((specs, selected, notes))
+}
 
-    // Tensor dump records of this task, by (stage, slot).
-    let task = Some(TaskId(d.task_id.0));
-    let bin = dump.map(|dp| {
-        std::fs::canonicalize(dp.bin_path()).unwrap_or_else(|_| dp.bin_path().to_path_buf())
-    });
-    let mut recs: BTreeMap<(Stage, u32), &Record> = BTreeMap::new();
-    if let (Some(dp), Some(task)) = (dump, task) {
-        for r in dp
-            .records()
-            .iter()
-            .filter(|r| r.task_id == task && r.kind == RecordKind::Tensor)
-        {
-            recs.entry((r.stage, r.arg_index)).or_insert(r);
-        }
-        if dp.records().iter().all(|r| r.task_id != task) {
-            notes.push(format!(
-                "the tensor dump has no record of task {} (dump level {})",
-                d.task_id,
-                dp.header().dump_level.map_or("?".into(), |l| l.to_string())
-            ));
-        }
+/// One member: its func id must be a kernel of the workload on the core
+/// type it ran on, its core id a core of that member with `clusters`.
+fn member(
+    k: &KernelArgsFile,
+    m: &Dispatch,
+    opts: &RebuildOptions<'_>,
+) -> Result<MemberSpec, ReplayError> {
+    let path = k.path.display();
+    let Some(kd) = opts.kernels.iter().find(|kd| kd.func_id == m.func_id) else {
+        return Err(ReplayError::Rebuild(format!(
+            "{path}: dispatch {} ran func_id {}, which workload {} does not have (its kernels: {}); is the dump from another workload?",
+            m.dispatch_id,
+            m.func_id,
+            opts.workload,
+            kernel_list(opts.kernels)
+        )));
+    };
+    if kd.core_type.name() != m.core_type {
+        return Err(ReplayError::Rebuild(format!(
+            "{path}: dispatch {} ran func_id {} on an {} core, but workload {} registers func_id {} '{}' for {}; is the dump from another workload?",
+            m.dispatch_id,
+            m.func_id,
+            m.core_type,
+            opts.workload,
+            kd.func_id,
+            kd.name,
+            kd.core_type.name()
+        )));
     }
-    if dump.is_none() {
+    if topology::locate(opts.clusters, m.core_id).is_none_or(|(_, s)| s.name() != m.subtask) {
+        let max = simpler_chip::ArchProfile::by_name(opts.arch).map_or(36, |a| a.max_clusters);
+        let fits = consistent_clusters(k, max);
+        return Err(ReplayError::Rebuild(format!(
+            "{path}: dispatch {} ran as {} on core {}, which is not an {} core with --clusters {}; the dump's core ids fit --clusters {}; pass the --clusters of the run that wrote the dump",
+            m.dispatch_id,
+            m.subtask,
+            m.core_id,
+            m.subtask,
+            opts.clusters,
+            if fits.is_empty() {
+                "no value".to_string()
+            } else {
+                fits.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+            }
+        )));
+    }
+    Ok(MemberSpec {
+        func_id: m.func_id,
+        kernel: kd.name.to_string(),
+        core_type: m.core_type.clone(),
+        dispatch: identity(m),
+    })
+}
+
+/// The task's tensor records by (stage, slot); notes what is missing.
+fn task_tensor_records<'a>(
+    dump: Option<DumpRecs<'a>>,
+    d: &Dispatch,
+    notes: &mut Vec<String>,
+) -> BTreeMap<(Stage, u32), &'a Record> {
+    let mut recs: BTreeMap<(Stage, u32), &Record> = BTreeMap::new();
+    let Some(dp) = dump else {
         notes.push(
             "no tensor dump next to the kernel args dump: input tensors are zero-filled and outputs cannot be verified"
                 .into(),
         );
+        return recs;
+    };
+    let task = TaskId(d.task_id.0);
+    for &r in dp
+        .records
+        .iter()
+        .filter(|r| r.task_id == task && r.kind == RecordKind::Tensor)
+    {
+        recs.entry((r.stage, r.arg_index)).or_insert(r);
     }
-    let level = dump.and_then(|dp| dp.header().dump_level);
+    if dp.records.iter().all(|r| r.task_id != task) {
+        notes.push(format!(
+            "the tensor dump has no record of task {} (dump level {})",
+            d.task_id,
+            dp.info
+                .header
+                .dump_level
+                .map_or("?".into(), |l| l.to_string())
+        ));
+    }
+    recs
+}
 
-    let mut args = Vec::with_capacity(d.args.len());
-    for s in &d.args {
-        if s.kind == Kind::Scalar {
-            let bits = s.bits.map_or(0, |b| b.0);
-            let dtype = simpler_core::DType::from_name(&s.dtype);
-            args.push(ArgSpec {
-                arg_index: s.arg_index,
-                kind: "scalar".into(),
-                dtype: s.dtype.clone(),
-                shape: None,
-                strides: None,
-                start_offset: None,
-                size: None,
-                role: None,
-                data: None,
-                expected: None,
-                bits: Some(format!("0x{bits:016x}")),
-                value: dtype.and_then(|t| scalar_value(t, bits)),
-                note: None,
-            });
-            continue;
-        }
+/// A scalar slot: its raw bits.
+fn scalar_spec(s: &Slot) -> ArgSpec {
+    let bits = s.bits.map_or(0, |b| b.0);
+    let dtype = simpler_core::DType::from_name(&s.dtype);
+    ArgSpec {
+        arg_index: s.arg_index,
+        kind: "scalar".into(),
+        dtype: s.dtype.clone(),
+        shape: None,
+        strides: None,
+        start_offset: None,
+        size: None,
+        role: None,
+        data: None,
+        expected: None,
+        bits: Some(format!("0x{bits:016x}")),
+        value: dtype.and_then(|t| scalar_value(t, bits)),
+        note: None,
+    }
+}
+
+/// What a tensor slot's bytes are taken from.
+struct SlotSource<'a> {
+    dump: Option<DumpRecs<'a>>,
+    recs: &'a BTreeMap<(Stage, u32), &'a Record>,
+    bin: Option<PathBuf>,
+    level: Option<u8>,
+    path: &'a str,
+    dispatch: &'a Dispatch,
+}
+
+impl SlotSource<'_> {
+    /// A tensor slot: its descriptor's view, bytes from the task's
+    /// `before_dispatch` record, expected bytes from its `after_completion`
+    /// one (see the module doc).
+    fn tensor_spec(&self, s: &Slot) -> Result<ArgSpec, ReplayError> {
+        let d = self.dispatch;
         let shape = s.shape.clone().unwrap_or_default();
-        let before = recs.get(&(Stage::BeforeDispatch, s.arg_index)).copied();
-        let after = recs.get(&(Stage::AfterCompletion, s.arg_index)).copied();
+        let before = self
+            .recs
+            .get(&(Stage::BeforeDispatch, s.arg_index))
+            .copied();
+        let after = self
+            .recs
+            .get(&(Stage::AfterCompletion, s.arg_index))
+            .copied();
         for r in [before, after].into_iter().flatten() {
             if r.dtype.name() != s.dtype || r.shape != shape {
                 return Err(ReplayError::Rebuild(format!(
-                    "tensor dump record {} ({}, {}) is {} {:?} but slot {} of dispatch {} in {path} is {} {:?}; are the two dumps from different runs?",
+                    "tensor dump record {} ({}, {}) is {} {:?} but slot {} of dispatch {} in {} is {} {:?}; are the two dumps from different runs?",
                     r.index,
                     r.label(),
                     r.stage,
@@ -403,63 +526,44 @@ pub fn rebuild(
                     r.shape,
                     s.arg_index,
                     d.dispatch_id,
+                    self.path,
                     s.dtype,
                     shape
                 )));
             }
         }
         let role = before.or(after).map(|r| r.role);
+        let have = self.dump.is_some();
+        let task = d.task_id.to_string();
+        let from = |r: &Record, b: &PathBuf| DataSource::Dump {
+            file: b.clone(),
+            bin_offset: r.bin_offset,
+            bin_size: r.bin_size,
+            record: Some(r.index),
+        };
         let mut why = Vec::new();
-        let data = match (before, bin.as_ref()) {
-            (Some(r), Some(b)) if complete(r) => DataSource::Dump {
-                file: b.clone(),
-                bin_offset: r.bin_offset,
-                bin_size: r.bin_size,
-                record: Some(r.index),
-            },
+        let data = match (before, self.bin.as_ref()) {
+            (Some(r), Some(b)) if complete(r) => from(r, b),
             _ if matches!(role, Some(ArgRole::Output | ArgRole::OutputExisting)) => {
                 DataSource::Sentinel {}
             }
             (r, _) => {
-                why.push(format!(
-                    "zero-filled: {}",
-                    missing(
-                        "before_dispatch",
-                        r,
-                        dump.is_some(),
-                        level,
-                        &d.task_id.to_string(),
-                        s.arg_index
-                    )
-                ));
+                let m = missing("before_dispatch", r, have, self.level, &task, s.arg_index);
+                why.push(format!("zero-filled: {m}"));
                 DataSource::Zeros {}
             }
         };
-        let expected = match (after, bin.as_ref()) {
-            (Some(r), Some(b)) if complete(r) => Some(DataSource::Dump {
-                file: b.clone(),
-                bin_offset: r.bin_offset,
-                bin_size: r.bin_size,
-                record: Some(r.index),
-            }),
+        let expected = match (after, self.bin.as_ref()) {
+            (Some(r), Some(b)) if complete(r) => Some(from(r, b)),
             (r, _) => {
                 if r.is_some() || role.is_none() || role.is_some_and(writes) {
-                    why.push(format!(
-                        "not verifiable: {}",
-                        missing(
-                            "after_completion",
-                            r,
-                            dump.is_some(),
-                            level,
-                            &d.task_id.to_string(),
-                            s.arg_index
-                        )
-                    ));
+                    let m = missing("after_completion", r, have, self.level, &task, s.arg_index);
+                    why.push(format!("not verifiable: {m}"));
                 }
                 None
             }
         };
-        args.push(ArgSpec {
+        Ok(ArgSpec {
             arg_index: s.arg_index,
             kind: "tensor".into(),
             dtype: s.dtype.clone(),
@@ -473,38 +577,15 @@ pub fn rebuild(
             bits: None,
             value: None,
             note: (!why.is_empty()).then(|| why.join("; ")),
-        });
+        })
     }
-
-    Ok(ReplaySpec {
-        schema_version: SPEC_SCHEMA_VERSION,
-        workload: opts.workload.into(),
-        case: opts.case.into(),
-        arch: opts.arch.into(),
-        clusters: opts.clusters,
-        func_id: top.func_id,
-        kernel: top.kernel.clone(),
-        core_type: top.core_type.clone(),
-        dispatch: top.dispatch.clone(),
-        members: if member_specs.len() > 1 {
-            member_specs
-        } else {
-            Vec::new()
-        },
-        args,
-        source: Some(SpecSource {
-            kernel_args_dump: Some(canonical(&k.path)),
-            tensor_dump: dump.map(|dp| canonical(dp.manifest_path())),
-        }),
-        notes,
-    })
 }
 
-fn canonical(p: &std::path::Path) -> PathBuf {
+pub(crate) fn canonical(p: &std::path::Path) -> PathBuf {
     std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
-fn kernel_list(kernels: &[KernelDef]) -> String {
+pub(crate) fn kernel_list(kernels: &[KernelDef]) -> String {
     kernels
         .iter()
         .map(|k| format!("{} {} [{}]", k.func_id, k.name, k.core_type.name()))
@@ -513,14 +594,14 @@ fn kernel_list(kernels: &[KernelDef]) -> String {
 }
 
 /// Dumps write `output_existing` as `output`; the spec does the same.
-fn role_name(r: ArgRole) -> &'static str {
+pub(crate) fn role_name(r: ArgRole) -> &'static str {
     match r {
         ArgRole::OutputExisting => "output",
         other => other.name(),
     }
 }
 
-fn writes(r: ArgRole) -> bool {
+pub(crate) fn writes(r: ArgRole) -> bool {
     matches!(
         r,
         ArgRole::Output | ArgRole::OutputExisting | ArgRole::InOut
@@ -528,12 +609,12 @@ fn writes(r: ArgRole) -> bool {
 }
 
 /// A record whose payload is the whole view.
-fn complete(r: &Record) -> bool {
+pub(crate) fn complete(r: &Record) -> bool {
     !r.truncated && !r.overwritten && r.bin_size == r.expected_bytes() && r.bin_size > 0
 }
 
 /// Why a stage's payload is not available.
-fn missing(
+pub(crate) fn missing(
     stage: &str,
     r: Option<&Record>,
     have_dump: bool,

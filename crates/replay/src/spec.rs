@@ -118,7 +118,13 @@ pub struct ReplaySpec {
     /// What the rebuild had to assume or could not do (informational).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Compare the outputs within this tolerance instead of bit for bit
+    /// (a dump of the upstream runtime, whose kernels are other code).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerance: Option<Tolerance>,
 }
+
+pub use crate::verify::Tolerance;
 
 /// Who ran a dispatch and as which block.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -315,6 +321,8 @@ pub struct Plan {
     pub block_idx: u32,
     /// SPMD block count.
     pub block_num: u32,
+    /// Verification within a tolerance instead of bit for bit.
+    pub tolerance: Option<Tolerance>,
 }
 
 impl Plan {
@@ -540,11 +548,15 @@ impl ReplaySpec {
         s
     }
 
-    /// `<workload>_<case>_f<func>[_d<dispatch>]`: the workspace label.
+    /// `<workload>_<case>_f<func>[_d<dispatch> | _t<task>]`: the workspace
+    /// label (the task's hex digits when there is no dispatch id: a spec
+    /// rebuilt from per-task records).
     pub fn label(&self) -> String {
-        match self.dispatch.dispatch_id {
-            Some(d) => format!("{}_{}_f{}_d{d}", self.workload, self.case, self.func_id),
-            None => format!("{}_{}_f{}", self.workload, self.case, self.func_id),
+        let base = format!("{}_{}_f{}", self.workload, self.case, self.func_id);
+        match (self.dispatch.dispatch_id, &self.dispatch.task_id) {
+            (Some(d), _) => format!("{base}_d{d}"),
+            (None, Some(t)) => format!("{base}_t{}", t.trim_start_matches("0x")),
+            (None, None) => base,
         }
     }
 
@@ -733,6 +745,10 @@ impl ReplaySpec {
             scalars,
             block_idx: self.dispatch.block_idx,
             block_num: self.dispatch.block_num,
+            tolerance: match self.tolerance {
+                Some(t) => Some(t.checked().map_err(|m| bad("tolerance", m))?),
+                None => None,
+            },
         })
     }
 

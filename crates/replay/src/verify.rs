@@ -14,8 +14,14 @@
 //!   bytes, the sentinel for outputs) are compared, and the coverage says
 //!   how many that were. A block that wrote nothing is not verifiable.
 //!
-//! Elements are compared as raw bytes; `max_abs_diff` decodes the
-//! differing ones by dtype.
+//! Elements are compared as raw bytes; `max_abs_diff` and `max_rel_diff`
+//! decode the differing ones by dtype.
+//!
+//! With a [`Tolerance`] (a dump of the upstream runtime: its kernels are
+//! other code, so bit-equality is not expected) an output passes when every
+//! compared element satisfies `|replay − dump| ≤ atol + rtol·|dump|` (NaN
+//! only against NaN, an infinity only against the same one), and its max
+//! abs/rel error is reported either way.
 
 use std::{fmt::Write as _, path::Path};
 
@@ -24,10 +30,60 @@ use simpler_core::decode::{element_f64 as decode_f64, format_element};
 use simpler_core::ArgRole;
 
 use crate::{
-    replay::{load_source, Execution},
+    replay::{load_source, Execution, TensorState},
     spec::{DataSource, Plan, TensorArg},
     ReplayError,
 };
+
+/// Tolerance of a verification that is not bit for bit (`--rtol/--atol`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tolerance {
+    /// Relative tolerance.
+    pub rtol: f64,
+    /// Absolute tolerance.
+    pub atol: f64,
+}
+
+impl Tolerance {
+    /// Finite and not negative.
+    ///
+    /// # Errors
+    /// A message naming the bad value.
+    pub fn checked(self) -> Result<Tolerance, String> {
+        for (name, v) in [("rtol", self.rtol), ("atol", self.atol)] {
+            if !v.is_finite() || v < 0.0 {
+                return Err(format!("{name} {v}: expected a finite number >= 0"));
+            }
+        }
+        Ok(self)
+    }
+
+    /// `|x − y| ≤ atol + rtol·|y|`, NaN only with NaN, infinities only
+    /// with the same infinity.
+    pub fn holds(self, x: f64, y: f64) -> bool {
+        if x.is_nan() || y.is_nan() {
+            return x.is_nan() && y.is_nan();
+        }
+        if x.is_infinite() || y.is_infinite() {
+            return x == y;
+        }
+        (x - y).abs() <= self.atol + self.rtol * y.abs()
+    }
+
+    /// `|x − y| / max(|y|, atol)` (0 when equal, infinite when the
+    /// denominator is 0).
+    pub fn rel(self, x: f64, y: f64) -> f64 {
+        let d = (x - y).abs();
+        if d == 0.0 || (x.is_nan() && y.is_nan()) {
+            0.0
+        } else if d.is_nan() {
+            f64::INFINITY
+        } else {
+            d / y.abs().max(self.atol)
+        }
+    }
+}
 
 /// Outcome of one output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -92,6 +148,13 @@ pub struct OutputCheck {
     /// `"inf"` when one side is NaN or infinite).
     #[serde(serialize_with = "finite_or_text")]
     pub max_abs_diff: f64,
+    /// Largest |replayed − dumped| / max(|dumped|, atol) (atol 0 without a
+    /// tolerance).
+    #[serde(serialize_with = "finite_or_text")]
+    pub max_rel_diff: f64,
+    /// With a tolerance: compared elements outside it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outside_tolerance: Option<u64>,
     /// Flat index of the first differing element.
     pub first_diff_index: Option<u64>,
     /// Details of the first differing element.
@@ -117,6 +180,9 @@ fn finite_or_text<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
 pub struct Verification {
     /// Blocks of the task (1: full comparison; more: per-block coverage).
     pub block_num: u32,
+    /// The tolerance outputs were held to; none: bit for bit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tolerance: Option<Tolerance>,
     /// One per checked slot, in slot order.
     pub outputs: Vec<OutputCheck>,
     /// True when there is at least one output and every one passed.
@@ -154,71 +220,112 @@ impl Verification {
                 o.elements,
                 o.status.label()
             );
-            match o.status {
-                Status::Pass => {
-                    let _ = write!(s, " bit-exact");
-                    if o.compared < o.elements {
-                        let _ = write!(
-                            s,
-                            " on the {} elements this block wrote ({:.1}%)",
-                            o.compared,
-                            100.0 * o.coverage
-                        );
-                    }
-                }
-                Status::Fail => {
-                    let _ = write!(
-                        s,
-                        ": {} of {} compared elements differ, max abs diff {}",
-                        o.differing,
-                        o.compared,
-                        if o.max_abs_diff.is_finite() {
-                            format!("{:.6e}", o.max_abs_diff)
-                        } else {
-                            "inf (NaN or infinity on one side)".into()
-                        }
-                    );
-                    if let Some(d) = &o.first_diff {
-                        let _ = write!(
-                            s,
-                            ", first at index {} {:?}: replay {} vs dump {}",
-                            d.index, d.position, d.got, d.expected
-                        );
-                    }
-                    if let Some(n) = o.still_sentinel.filter(|&n| n > 0) {
-                        let _ = write!(s, "; {n} elements were never written (still the sentinel)");
-                    }
-                }
-                Status::NotVerifiable => {
-                    if let Some(r) = &o.reason {
-                        let _ = write!(s, ": {r}");
-                    }
-                }
-            }
+            o.render_detail(&mut s);
             s.push('\n');
         }
-        let n = self.outputs.len();
-        let verdict = if self.overall_pass {
-            format!(
-                "PASS: {n} output{} bit-exact against the dump",
-                if n == 1 { "" } else { "s" }
-            )
-        } else if n == 0 {
-            "NOT VERIFIED: the dispatch has no output to compare".into()
-        } else if self.failed() > 0 {
-            format!(
-                "FAIL: {} of {n} outputs differ from the dump",
-                self.failed()
-            )
-        } else {
-            format!(
-                "NOT VERIFIED: {} of {n} outputs could not be compared (see above)",
-                self.not_verifiable()
-            )
-        };
-        s.push_str(&verdict);
+        s.push_str(&self.verdict());
         s.push('\n');
         s
+    }
+
+    fn verdict(&self) -> String {
+        let n = self.outputs.len();
+        let plural = if n == 1 { "" } else { "s" };
+        let exact = self.outputs.iter().filter(|o| o.bit_exact).count();
+        match self.tolerance {
+            _ if n == 0 => "NOT VERIFIED: the dispatch has no output to compare".into(),
+            Some(t) if self.overall_pass => format!(
+                "PASS: {n} output{plural} within rtol {:e}, atol {:e} of the dump ({exact} bit-exact)",
+                t.rtol, t.atol
+            ),
+            None if self.overall_pass => format!("PASS: {n} output{plural} bit-exact against the dump"),
+            Some(t) if self.failed() > 0 => format!(
+                "FAIL: {} of {n} outputs outside rtol {:e}, atol {:e} of the dump",
+                self.failed(),
+                t.rtol,
+                t.atol
+            ),
+            None if self.failed() > 0 => {
+                format!("FAIL: {} of {n} outputs differ from the dump", self.failed())
+            }
+            _ => format!(
+                "NOT VERIFIED: {} of {n} outputs could not be compared (see above)",
+                self.not_verifiable()
+            ),
+        }
+    }
+}
+
+/// `1.234e-5`, or `inf (NaN or infinity on one side)`.
+fn figure(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v:.3e}")
+    } else {
+        "inf (NaN or infinity on one side)".into()
+    }
+}
+
+impl OutputCheck {
+    /// What follows the status on the output's line.
+    fn render_detail(&self, s: &mut String) {
+        let o = self;
+        let errors = format!(
+            "max abs diff {}, max rel diff {}",
+            figure(o.max_abs_diff),
+            figure(o.max_rel_diff)
+        );
+        match (o.status, o.outside_tolerance) {
+            (Status::Pass, _) if o.bit_exact => {
+                let _ = write!(s, " bit-exact");
+            }
+            (Status::Pass, _) => {
+                let _ = write!(
+                    s,
+                    " within tolerance: {} of {} compared elements differ, {errors}",
+                    o.differing, o.compared
+                );
+            }
+            (Status::Fail, Some(out)) => {
+                let _ = write!(
+                    s,
+                    ": {out} of {} compared elements outside the tolerance ({} differ), {errors}",
+                    o.compared, o.differing
+                );
+            }
+            (Status::Fail, None) => {
+                let _ = write!(
+                    s,
+                    ": {} of {} compared elements differ, {errors}",
+                    o.differing, o.compared
+                );
+            }
+            (Status::NotVerifiable, _) => {
+                if let Some(r) = &o.reason {
+                    let _ = write!(s, ": {r}");
+                }
+                return;
+            }
+        }
+        if o.status == Status::Pass && o.compared < o.elements {
+            let _ = write!(
+                s,
+                " on the {} elements this block wrote ({:.1}%)",
+                o.compared,
+                100.0 * o.coverage
+            );
+        }
+        if o.status == Status::Fail {
+            if let Some(d) = &o.first_diff {
+                let _ = write!(
+                    s,
+                    ", first at index {} {:?}: replay {} vs dump {}",
+                    d.index, d.position, d.got, d.expected
+                );
+            }
+            if let Some(n) = o.still_sentinel.filter(|&n| n > 0) {
+                let _ = write!(s, "; {n} elements were never written (still the sentinel)");
+            }
+        }
     }
 }
 
@@ -261,24 +368,7 @@ pub fn verify(
         if !checked(t) {
             continue;
         }
-        let elements = t.numel();
-        let mut o = OutputCheck {
-            arg_index: t.arg_index,
-            role: role_text(t.role),
-            dtype: t.dtype.name().into(),
-            shape: t.shape.clone(),
-            elements,
-            compared: 0,
-            coverage: 0.0,
-            status: Status::NotVerifiable,
-            bit_exact: false,
-            differing: 0,
-            max_abs_diff: 0.0,
-            first_diff_index: None,
-            first_diff: None,
-            still_sentinel: None,
-            reason: None,
-        };
+        let mut o = OutputCheck::new(t);
         let Some(exp_src) = &t.expected else {
             let why = t.note.as_deref().and_then(|n| {
                 n.split("; ")
@@ -300,10 +390,56 @@ pub fn verify(
             spec_file,
             &format!("args[{k}].expected"),
         )?;
+        o.compare(plan, t, st, &expected);
+        outputs.push(o);
+    }
+    let overall_pass = !outputs.is_empty() && outputs.iter().all(|o| o.status == Status::Pass);
+    Ok(Verification {
+        block_num: plan.block_num,
+        tolerance: plan.tolerance,
+        outputs,
+        overall_pass,
+    })
+}
+
+impl OutputCheck {
+    /// Not yet compared.
+    fn new(t: &TensorArg) -> OutputCheck {
+        OutputCheck {
+            arg_index: t.arg_index,
+            role: role_text(t.role),
+            dtype: t.dtype.name().into(),
+            shape: t.shape.clone(),
+            elements: t.numel(),
+            compared: 0,
+            coverage: 0.0,
+            status: Status::NotVerifiable,
+            bit_exact: false,
+            differing: 0,
+            max_abs_diff: 0.0,
+            max_rel_diff: 0.0,
+            outside_tolerance: None,
+            first_diff_index: None,
+            first_diff: None,
+            still_sentinel: None,
+            reason: None,
+        }
+    }
+
+    /// Compare the replayed view `st.after` with `expected`, element by
+    /// element (only the changed ones when the task has several blocks).
+    fn compare(&mut self, plan: &Plan, t: &TensorArg, st: &TensorState, expected: &[u8]) {
+        let tol = plan.tolerance;
+        // Without a tolerance, the relative error's floor is 0 (as atol 0).
+        let rel = tol.unwrap_or(Tolerance {
+            rtol: 0.0,
+            atol: 0.0,
+        });
         let es = t.dtype.size();
         let mut first = None;
         let mut sentinel_left = 0u64;
-        for i in 0..elements as usize {
+        let mut outside = 0u64;
+        for i in 0..self.elements as usize {
             let r = i * es..(i + 1) * es;
             let (a, b, e) = (&st.after[r.clone()], &st.before[r.clone()], &expected[r]);
             let unchanged = a == b;
@@ -313,46 +449,68 @@ pub fn verify(
             if plan.block_num > 1 && unchanged {
                 continue;
             }
-            o.compared += 1;
-            if a != e {
-                o.differing += 1;
-                let (x, y) = (decode_f64(a, t.dtype, 0), decode_f64(e, t.dtype, 0));
-                let d = (x - y).abs();
-                let d = if d.is_nan() {
-                    if x.is_nan() && y.is_nan() {
-                        0.0
-                    } else {
-                        f64::INFINITY
-                    }
-                } else {
-                    d
-                };
-                o.max_abs_diff = o.max_abs_diff.max(d);
+            self.compared += 1;
+            if a == e {
+                continue;
+            }
+            self.differing += 1;
+            let (x, y) = (decode_f64(a, t.dtype, 0), decode_f64(e, t.dtype, 0));
+            let d = (x - y).abs();
+            let d = match (d.is_nan(), x.is_nan() && y.is_nan()) {
+                (true, true) => 0.0,
+                (true, false) => f64::INFINITY,
+                _ => d,
+            };
+            self.max_abs_diff = self.max_abs_diff.max(d);
+            self.max_rel_diff = self.max_rel_diff.max(rel.rel(x, y));
+            let within = tol.is_some_and(|t| t.holds(x, y));
+            if !within {
+                outside += 1;
                 first.get_or_insert(i);
             }
         }
         if matches!(t.data, DataSource::Sentinel {}) {
-            o.still_sentinel = Some(sentinel_left);
+            self.still_sentinel = Some(sentinel_left);
         }
-        o.coverage = if elements == 0 {
+        if tol.is_some() {
+            self.outside_tolerance = Some(outside);
+        }
+        self.first_diff_at(first, t, st, expected);
+        self.settle(plan, outside);
+    }
+
+    /// The first element that fails the comparison, for the report.
+    fn first_diff_at(
+        &mut self,
+        first: Option<usize>,
+        t: &TensorArg,
+        st: &TensorState,
+        expected: &[u8],
+    ) {
+        let Some(i) = first else { return };
+        let es = t.dtype.size();
+        let r = i * es..(i + 1) * es;
+        self.first_diff_index = Some(i as u64);
+        self.first_diff = Some(FirstDiff {
+            index: i as u64,
+            position: position(&t.shape, i as u64),
+            got: format_element(&st.after[r.clone()], t.dtype, 0),
+            expected: format_element(&expected[r], t.dtype, 0),
+        });
+    }
+
+    /// Status, coverage and reason from the counts.
+    fn settle(&mut self, plan: &Plan, failing: u64) {
+        let elements = self.elements;
+        self.coverage = if elements == 0 {
             1.0
         } else {
-            o.compared as f64 / elements as f64
+            self.compared as f64 / elements as f64
         };
-        if let Some(i) = first {
-            let r = i * es..(i + 1) * es;
-            o.first_diff_index = Some(i as u64);
-            o.first_diff = Some(FirstDiff {
-                index: i as u64,
-                position: position(&t.shape, i as u64),
-                got: format_element(&st.after[r.clone()], t.dtype, 0),
-                expected: format_element(&expected[r], t.dtype, 0),
-            });
-        }
-        o.status = if o.differing > 0 {
+        self.status = if failing > 0 {
             Status::Fail
-        } else if o.compared == 0 && elements > 0 {
-            o.reason = Some(format!(
+        } else if self.compared == 0 && elements > 0 {
+            self.reason = Some(format!(
                 "block {}/{} wrote none of the {elements} elements; the other blocks' parts cannot be compared",
                 plan.block_idx, plan.block_num
             ));
@@ -360,22 +518,15 @@ pub fn verify(
         } else {
             Status::Pass
         };
-        if o.status == Status::Pass && o.compared < elements {
-            o.reason = Some(format!(
+        if self.status == Status::Pass && self.compared < elements {
+            self.reason = Some(format!(
                 "block {}/{} wrote {} of {elements} elements ({:.1}%); only those were compared",
                 plan.block_idx,
                 plan.block_num,
-                o.compared,
-                100.0 * o.coverage
+                self.compared,
+                100.0 * self.coverage
             ));
         }
-        o.bit_exact = o.status == Status::Pass;
-        outputs.push(o);
+        self.bit_exact = self.status == Status::Pass && self.differing == 0;
     }
-    let overall_pass = !outputs.is_empty() && outputs.iter().all(|o| o.status == Status::Pass);
-    Ok(Verification {
-        block_num: plan.block_num,
-        outputs,
-        overall_pass,
-    })
 }
