@@ -279,7 +279,7 @@ fn open_source(
             (run_case(a, w, case, root, out)?, Some(case.to_string()))
         }
     };
-    let src = DumpSource::open(&dir)?;
+    let src = DumpSource::open(&dir).with_context(|| format!("--dump-dir {}", dir.display()))?;
     let recorded = src.check_run(w.name(), a.case.as_deref())?;
     let case = match (&a.case, ran, recorded) {
         (Some(c), _, _) => c.clone(),

@@ -523,8 +523,13 @@ fn errors_name_what_is_wrong() {
     };
     let e = err(&["--func-id", "1", "--dump-dir", "nowhere"]);
     assert!(
-        e.contains("no kernel_args_dump.json at nowhere")
-            && e.contains("nowhere/tensor_dump/kernel_args_dump.json"),
+        e.contains("--dump-dir nowhere") && e.contains("does not exist"),
+        "{e}"
+    );
+    fs::create_dir(cwd.join("empty")).unwrap();
+    let e = err(&["--func-id", "1", "--dump-dir", "empty"]);
+    assert!(
+        e.contains("no tensor dump") && e.contains("no kernel_args_dump.json"),
         "{e}"
     );
     let e = err(&["--func-id", "7", "--dump-dir", "run"]);

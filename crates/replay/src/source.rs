@@ -182,10 +182,15 @@ impl DumpSource {
                     .map_or_else(|| "not recorded".into(), |l| l.to_string()),
                 layout_name(d)
             )),
-            None => lines.push(
-                "tensor dump: none next to the kernel args dump — inputs will be zero-filled and outputs cannot be verified"
-                    .into(),
-            ),
+            None => lines.push(format!(
+                "tensor dump: none in {} — inputs will be zero-filled and outputs cannot be verified",
+                self.files
+                    .kernel_args
+                    .as_deref()
+                    .and_then(Path::parent)
+                    .unwrap_or(Path::new("."))
+                    .display()
+            )),
         }
         if self.kernel_args.is_none() {
             lines.push(
