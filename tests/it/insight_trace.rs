@@ -12,13 +12,13 @@ use std::{
 
 use serde_json::Value;
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
+pub(crate) struct Out {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
 }
 
-fn simpler(cwd: &Path, args: &[&str]) -> Out {
+pub(crate) fn simpler(cwd: &Path, args: &[&str]) -> Out {
     let o = Command::new(env!("CARGO_BIN_EXE_simpler"))
         .current_dir(cwd)
         .args(args)
@@ -33,7 +33,7 @@ fn simpler(cwd: &Path, args: &[&str]) -> Out {
 
 /// A temporary folder holding `simpler run <workload> --dump-all` (or
 /// other dump flags) in `run/`.
-fn dumped(workload: &str, case: &str, flags: &[&str]) -> tempfile::TempDir {
+pub(crate) fn dumped(workload: &str, case: &str, flags: &[&str]) -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
     let mut args = vec!["run", workload, "--case", case, "--output", "run"];
     args.extend_from_slice(flags);
@@ -42,13 +42,13 @@ fn dumped(workload: &str, case: &str, flags: &[&str]) -> tempfile::TempDir {
     tmp
 }
 
-fn load(path: &Path) -> Value {
+pub(crate) fn load(path: &Path) -> Value {
     let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} does not parse: {e}", path.display()))
 }
 
 /// The `workspace: …` path printed by a run.
-fn workspace(cwd: &Path, stdout: &str) -> PathBuf {
+pub(crate) fn workspace(cwd: &Path, stdout: &str) -> PathBuf {
     let line = stdout
         .lines()
         .find_map(|l| l.strip_prefix("workspace: "))

@@ -10,6 +10,7 @@ mod dump_diff;
 mod failure_midway;
 mod faults;
 mod insight_trace;
+mod insight_upstream;
 mod reader_cli;
 mod synth;
 mod tensor_dump;
