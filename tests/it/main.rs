@@ -14,3 +14,4 @@ mod insight_upstream;
 mod reader_cli;
 mod synth;
 mod tensor_dump;
+mod upstream_tools;
