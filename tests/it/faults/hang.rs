@@ -25,7 +25,7 @@ fn f32s(b: &[u8]) -> Vec<f32> {
 /// completed; T1 running on an AIV core after writing rows 0..8 of `b` and
 /// `acc += 1`; T2 waiting on T1; T3 running on the AIC core 0; T4–T6
 /// queued behind it (ready, dispatched); T7 ready, never dispatched.
-fn check_stall_dump(run_dir: &Path, reason: &str) {
+pub(super) fn check_stall_dump(run_dir: &Path, reason: &str) {
     let l = Loaded::open(run_dir);
     l.check_structure();
     assert_eq!(l.m.header.status, Some(Status::Incomplete));

@@ -13,6 +13,7 @@ mod disk;
 mod hang;
 mod output;
 mod signals;
+mod upstream;
 
 use std::{
     collections::HashMap,
