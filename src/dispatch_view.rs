@@ -16,16 +16,22 @@ use simpler_inspect::kernel_args::KernelArgsFile;
 
 use crate::dump_view::ViewArgs;
 
-/// Newest `outputs/*/tensor_dump/kernel_args_dump.json` under `base`.
+/// Newest `outputs/*/tensor_dump/kernel_args_dump.json` (ours) or
+/// `outputs/*/kernel_args_dump.json` (beside an upstream-layout
+/// `args_dump/`) under `base`.
 fn newest(base: &Path) -> Result<PathBuf> {
     let root = base.join("outputs");
     let mut best: Option<(std::time::SystemTime, PathBuf)> = None;
     if let Ok(entries) = std::fs::read_dir(&root) {
         for e in entries.flatten() {
-            let p = e.path().join("tensor_dump").join(KERNEL_ARGS_FILE);
-            if let Ok(m) = std::fs::metadata(&p).and_then(|m| m.modified()) {
-                if best.as_ref().is_none_or(|(t, _)| m > *t) {
-                    best = Some((m, p));
+            for p in [
+                e.path().join("tensor_dump").join(KERNEL_ARGS_FILE),
+                e.path().join(KERNEL_ARGS_FILE),
+            ] {
+                if let Ok(m) = std::fs::metadata(&p).and_then(|m| m.modified()) {
+                    if best.as_ref().is_none_or(|(t, _)| m > *t) {
+                        best = Some((m, p));
+                    }
                 }
             }
         }
@@ -33,9 +39,18 @@ fn newest(base: &Path) -> Result<PathBuf> {
     match best {
         Some((_, p)) => Ok(p),
         None => bail!(
-            "no {KERNEL_ARGS_FILE} under {}/*/tensor_dump; run with --dump-kernel-args or --dump-all, or name a directory",
+            "no {KERNEL_ARGS_FILE} under {}/*/tensor_dump or {0}/*; run with --dump-kernel-args or --dump-all, or name a directory",
             root.display()
         ),
+    }
+}
+
+/// The kernel args dump of the run at `dir` (either layout).
+fn of_run(dir: &Path) -> Result<PathBuf> {
+    match simpler_inspect::locate::run_files(dir)?.kernel_args {
+        Some(p) => Ok(p),
+        // The reader's own message lists where it looked.
+        None => Ok(simpler_inspect::kernel_args::resolve(dir)?),
     }
 }
 
@@ -54,7 +69,7 @@ fn matches(a: &ViewArgs, d: &DispatchJson) -> bool {
 /// or the newest one under `base`.
 pub fn view(a: &ViewArgs, base: &Path, out: &mut dyn Write) -> Result<ExitCode> {
     let path = match &a.dir {
-        Some(d) => d.clone(),
+        Some(d) => of_run(d)?,
         None => newest(base)?,
     };
     let f = KernelArgsFile::open(&path)?;
