@@ -10,6 +10,28 @@
 //! [`FuncSummary`] per func: dispatches, bit-exact, within tolerance,
 //! differing, not verified, failed, and the member's replay cycles
 //! (min / median / max).
+//!
+//! ```no_run
+//! use simpler_replay::{
+//!     all::{replay_all, AllOptions},
+//!     rebuild::RebuildOptions,
+//!     source::{DumpSource, Selector},
+//!     spec::Tolerance,
+//! };
+//! let w = simpler_workloads::find("paged_attention")?;
+//! let kernels = w.kernels();
+//! let src = DumpSource::open("outputs/run_a".as_ref())?;
+//! let rebuild = RebuildOptions {
+//!     workload: "paged_attention", case: "CaseSmall1", arch: "a2a3", clusters: 8, kernels: &kernels,
+//! };
+//! let tolerance = Tolerance { rtol: 1e-5, atol: 1e-8 };
+//! let one = src.select(&Selector { func_id: Some(1), ..Selector::default() }, &rebuild, tolerance)?;
+//! println!("{}", one.spec.label());
+//! let o = AllOptions { rebuild, func_id: None, selector: Selector::default(), tolerance, threads: 2 };
+//! let all = replay_all(&src, &o, &mut |_, _| {})?;
+//! print!("{}", all.render_text());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
