@@ -125,15 +125,7 @@ fn mixed_example_has_six_dispatches_on_one_cluster_per_block() {
         let strip = |d: &DispatchJson| {
             d.args
                 .iter()
-                .map(|a| {
-                    (
-                        a.arg_index,
-                        a.addr.clone(),
-                        a.shape.clone(),
-                        a.start_offset,
-                        a.bits.clone(),
-                    )
-                })
+                .map(|a| (a.arg_index, a.addr, a.shape.clone(), a.start_offset, a.bits))
                 .collect::<Vec<_>>()
         };
         assert_eq!(strip(members[0]), strip(members[1]));

@@ -24,7 +24,7 @@
 //!   records do not say; default 1) and the member's sub-block id.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use simpler_core::{topology::Subtask, ArgRole, TaskId};
 use simpler_format::scalar::BitsOrigin;
@@ -415,13 +415,13 @@ fn scalar_arg(
 fn tensor_arg(
     r: &Record,
     after: Option<&Record>,
-    bin: &PathBuf,
+    bin: &Path,
     recs: &TaskRecords<'_>,
     task: &TaskInfo,
 ) -> ArgSpec {
     let before = (r.stage == Stage::BeforeDispatch).then_some(r);
     let dump = |r: &Record| DataSource::Dump {
-        file: bin.clone(),
+        file: bin.to_path_buf(),
         bin_offset: r.bin_offset,
         bin_size: r.bin_size,
         record: Some(r.index),

@@ -213,12 +213,12 @@ impl DumpSource {
     ) -> Result<Selected, ReplayError> {
         let tol = self.from_upstream_runtime().then_some(tolerance);
         match &self.kernel_args {
-            Some(k) => self.from_kernel_args(k, sel, opts, tol),
-            None => self.from_records(sel, opts, tol),
+            Some(k) => self.by_kernel_args(k, sel, opts, tol),
+            None => self.by_records(sel, opts, tol),
         }
     }
 
-    fn from_kernel_args(
+    fn by_kernel_args(
         &self,
         k: &KernelArgsFile,
         sel: &Selector,
@@ -256,7 +256,7 @@ impl DumpSource {
         Ok(Selected { spec, lines })
     }
 
-    fn from_records(
+    fn by_records(
         &self,
         sel: &Selector,
         opts: &RebuildOptions<'_>,
