@@ -391,24 +391,8 @@ fn replay(a: &BenchArgs) -> Result<Outcome> {
     drop(rt);
 
     let exe = std::env::current_exe().context("path of the simpler binary")?;
-    let args = |out: &Path| crate::insight::InsightArgs {
-        workload: w.name().into(),
-        case: Some(case.into()),
-        func_id: Some(func_id),
-        dump_dir: Some(run_dir.clone()),
-        dispatch_id: None,
-        task_id: None,
-        block_idx: 0,
-        block_num: None,
-        subtask: None,
-        all: false,
-        rtol: simpler_inspect::diff::DEFAULT_RTOL,
-        atol: simpler_inspect::diff::DEFAULT_ATOL,
-        arg_spec: None,
-        set_arg: Vec::new(),
-        output: Some(out.to_path_buf()),
-        seed: 0,
-        chip: a.chip.clone(),
+    let args = |out: &Path| {
+        crate::insight::InsightArgs::one_dispatch(w.name(), case, func_id, &run_dir, out, &a.chip)
     };
     let (mut best_proc, mut best_inproc) = (Duration::MAX, Duration::MAX);
     let mut instructions = 0;

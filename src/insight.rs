@@ -97,6 +97,39 @@ pub struct InsightArgs {
     pub chip: ChipArgs,
 }
 
+impl InsightArgs {
+    /// The arguments of replaying the first dispatch of `func_id` from the
+    /// run at `dump_dir` into workspace `output` (the `bench replay` run).
+    pub fn one_dispatch(
+        workload: &str,
+        case: &str,
+        func_id: u32,
+        dump_dir: &Path,
+        output: &Path,
+        chip: &ChipArgs,
+    ) -> InsightArgs {
+        InsightArgs {
+            workload: workload.into(),
+            case: Some(case.into()),
+            func_id: Some(func_id),
+            dump_dir: Some(dump_dir.to_path_buf()),
+            dispatch_id: None,
+            task_id: None,
+            block_idx: 0,
+            block_num: None,
+            subtask: None,
+            all: false,
+            rtol: simpler_inspect::diff::DEFAULT_RTOL,
+            atol: simpler_inspect::diff::DEFAULT_ATOL,
+            arg_spec: None,
+            set_arg: Vec::new(),
+            output: Some(output.to_path_buf()),
+            seed: 0,
+            chip: chip.clone(),
+        }
+    }
+}
+
 fn parse_task_id(s: &str) -> Result<TaskId, String> {
     TaskId::parse(s.trim())
         .ok_or_else(|| "expected a task id: 0x followed by hex digits, or a decimal number".into())
