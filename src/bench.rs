@@ -361,6 +361,30 @@ fn dump_memory(a: &BenchArgs) -> Result<Outcome> {
     })
 }
 
+/// Run `case` of `w` with the tensor, args and kernel args dumps into
+/// `run_dir` (as `--dump-all`).
+fn run_with_all_dumps(
+    w: &dyn simpler_workloads::Workload,
+    case: &str,
+    cfg: &RuntimeConfig,
+    run_dir: &Path,
+) -> Result<()> {
+    let mut d = DumpConfig::new(run_dir.join("tensor_dump"));
+    d.args = true;
+    d.kernel_args = true;
+    d.workload = w.name().into();
+    d.case = case.into();
+    let rt = Runtime::new(
+        RuntimeConfig {
+            dump: Some(d),
+            ..cfg.clone()
+        },
+        w.kernels(),
+    )?;
+    w.run(case, 0, &rt).context("CaseSmall1 run with dumps")?;
+    Ok(())
+}
+
 /// `insight-trace` of a CaseSmall1 SF dispatch (func 1, its first
 /// dispatch) from an existing `--dump-all` dump, end to end: `wall_s` runs
 /// the `simpler insight-trace` command as a process (reading the dumps,
@@ -375,20 +399,7 @@ fn replay(a: &BenchArgs) -> Result<Outcome> {
     let run_dir = tmp.path().join("run");
     let w = simpler_workloads::find("paged_attention")?;
     let (case, func_id) = ("CaseSmall1", 1u32);
-    let mut d = DumpConfig::new(run_dir.join("tensor_dump"));
-    d.args = true;
-    d.kernel_args = true;
-    d.workload = w.name().into();
-    d.case = case.into();
-    let rt = Runtime::new(
-        RuntimeConfig {
-            dump: Some(d),
-            ..cfg.clone()
-        },
-        w.kernels(),
-    )?;
-    w.run(case, 0, &rt).context("CaseSmall1 run with dumps")?;
-    drop(rt);
+    run_with_all_dumps(w.as_ref(), case, &cfg, &run_dir)?;
 
     let exe = std::env::current_exe().context("path of the simpler binary")?;
     let args = |out: &Path| {

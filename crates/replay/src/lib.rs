@@ -55,6 +55,7 @@ pub mod all;
 pub mod bench;
 mod error;
 pub mod export;
+pub mod plan;
 pub mod rebuild;
 pub mod records;
 pub mod replay;

@@ -46,15 +46,12 @@ use std::path::{Path, PathBuf};
 
 use half::{bf16, f16};
 use serde::{Deserialize, Serialize};
-use simpler_chip::ArchProfile;
 use simpler_core::{
-    abi::{GLOBAL_CONTEXT_SLOT, LOCAL_CONTEXT_SLOT, MAX_SCALARS, MAX_TENSORS},
-    topology::{self, Subtask},
-    ArgRole, ChipTensor, DType, TaskId, MAX_DIMS,
+    abi::{GLOBAL_CONTEXT_SLOT, LOCAL_CONTEXT_SLOT},
+    DType,
 };
 use simpler_format::hex::parse_lenient as parse_hex_u64;
 use simpler_format::scalar::ScalarValue;
-use simpler_format::vocab::parse_role;
 
 use crate::ReplayError;
 
@@ -124,6 +121,7 @@ pub struct ReplaySpec {
     pub tolerance: Option<Tolerance>,
 }
 
+pub use crate::plan::{fill_bits, Member, Plan, ScalarArg, TensorArg};
 pub use crate::verify::Tolerance;
 
 /// Who ran a dispatch and as which block.
@@ -300,175 +298,6 @@ impl DataSource {
 }
 
 // ---------------------------------------------------------------------------
-// Validated form
-
-/// A validated spec: what [`crate::replay::execute`] runs.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Plan {
-    /// Arch profile (buffer sizes, clock).
-    pub arch: ArchProfile,
-    /// Clusters of the chip (core id numbering).
-    pub clusters: u32,
-    /// Members to run, in run order (AIC, AIV0, AIV1); one for AIC/AIV.
-    pub members: Vec<Member>,
-    /// Index in `members` of the selected dispatch.
-    pub selected: usize,
-    /// Tensor slots `0..T`.
-    pub tensors: Vec<TensorArg>,
-    /// Scalar slots `T..T+S`.
-    pub scalars: Vec<ScalarArg>,
-    /// SPMD block of the dispatch.
-    pub block_idx: u32,
-    /// SPMD block count.
-    pub block_num: u32,
-    /// Verification within a tolerance instead of bit for bit.
-    pub tolerance: Option<Tolerance>,
-}
-
-impl Plan {
-    /// The selected member.
-    pub fn selected(&self) -> &Member {
-        &self.members[self.selected]
-    }
-}
-
-/// One core to run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Member {
-    /// Kernel func id.
-    pub func_id: u32,
-    /// Kernel name.
-    pub kernel: String,
-    /// Cluster member.
-    pub subtask: Subtask,
-    /// Core id (DESIGN §2 numbering).
-    pub core_id: u32,
-    /// Cluster index of `core_id`.
-    pub cluster: u32,
-    /// Global context value.
-    pub sub_block_id: i32,
-    /// Dispatch id, when known.
-    pub dispatch_id: Option<u64>,
-    /// Task id, when known.
-    pub task_id: Option<TaskId>,
-}
-
-/// A validated tensor slot.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TensorArg {
-    /// Slot.
-    pub arg_index: u32,
-    /// Element type.
-    pub dtype: DType,
-    /// View shape.
-    pub shape: Vec<u32>,
-    /// View strides (elements).
-    pub strides: Vec<u32>,
-    /// View offset (elements).
-    pub start_offset: u64,
-    /// Descriptor `size`: bytes of the buffer (≥ [`TensorArg::needed_bytes`]).
-    pub size: u64,
-    /// Role, when known.
-    pub role: Option<ArgRole>,
-    /// Initial content.
-    pub data: DataSource,
-    /// Expected content after the kernel, when known.
-    pub expected: Option<DataSource>,
-    /// Why the data is what it is.
-    pub note: Option<String>,
-}
-
-impl TensorArg {
-    /// Elements of the view.
-    pub fn numel(&self) -> u64 {
-        self.shape.iter().map(|&s| u64::from(s)).product()
-    }
-
-    /// Bytes of the view, gathered densely.
-    pub fn view_bytes(&self) -> u64 {
-        self.numel() * self.dtype.size() as u64
-    }
-
-    /// Elements from the view's first to its last element, inclusive.
-    pub fn extent_elems(&self) -> u64 {
-        if self.numel() == 0 {
-            return 0;
-        }
-        1 + self
-            .shape
-            .iter()
-            .zip(&self.strides)
-            .map(|(&s, &st)| u64::from(s - 1) * u64::from(st))
-            .sum::<u64>()
-    }
-
-    /// Dense row-major view.
-    pub fn is_contiguous(&self) -> bool {
-        let mut expect = 1u64;
-        for (&s, &st) in self.shape.iter().zip(&self.strides).rev() {
-            if s != 1 && u64::from(st) != expect {
-                return false;
-            }
-            expect *= u64::from(s);
-        }
-        true
-    }
-
-    /// Bytes the buffer needs to hold the view: `(start_offset + extent) × elem`.
-    pub fn needed_bytes(&self) -> u64 {
-        (self.start_offset + self.extent_elems()) * self.dtype.size() as u64
-    }
-
-    /// Bytes the replay allocates: the descriptor's `size`, at least what
-    /// the view needs.
-    pub fn buffer_bytes(&self) -> u64 {
-        self.size.max(self.needed_bytes())
-    }
-
-    /// True when the kernel writes it (output, output_existing, inout).
-    pub fn is_written(&self) -> bool {
-        matches!(
-            self.role,
-            Some(ArgRole::Output | ArgRole::OutputExisting | ArgRole::InOut)
-        )
-    }
-
-    /// The 128-byte descriptor for a buffer at `addr`.
-    pub fn descriptor(&self, addr: u64) -> ChipTensor {
-        let mut shapes = [0u32; MAX_DIMS];
-        let mut strides = [0u32; MAX_DIMS];
-        shapes[..self.shape.len()].copy_from_slice(&self.shape);
-        strides[..self.strides.len()].copy_from_slice(&self.strides);
-        ChipTensor {
-            addr,
-            size: self.size,
-            owner_task_id: TaskId::NONE,
-            start_offset: self.start_offset,
-            version: 0,
-            ndims: self.shape.len() as u32,
-            dtype: self.dtype,
-            manual_dep: false,
-            is_contiguous: self.is_contiguous(),
-            address_space: 0,
-            shapes,
-            extent_elems: self.extent_elems(),
-            strides,
-        }
-    }
-}
-
-/// A validated scalar slot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ScalarArg {
-    /// Slot.
-    pub arg_index: u32,
-    /// Declared dtype.
-    pub dtype: DType,
-    /// Raw slot bits.
-    pub bits: u64,
-}
-
-// ---------------------------------------------------------------------------
 // Reading, writing, validating
 
 impl ReplaySpec {
@@ -558,198 +387,6 @@ impl ReplaySpec {
             (None, Some(t)) => format!("{base}_t{}", t.trim_start_matches("0x")),
             (None, None) => base,
         }
-    }
-
-    /// Validate every value; `file` names the spec in messages.
-    ///
-    /// # Errors
-    /// [`ReplayError::Spec`] naming the first bad field.
-    pub fn plan(&self, file: &str) -> Result<Plan, ReplayError> {
-        let bad = |field: &str, msg: String| ReplayError::Spec {
-            file: file.into(),
-            field: field.into(),
-            msg,
-        };
-        if self.schema_version != SPEC_SCHEMA_VERSION {
-            return Err(bad(
-                "schema_version",
-                format!(
-                    "{} is not a version this reader understands ({SPEC_SCHEMA_VERSION})",
-                    self.schema_version
-                ),
-            ));
-        }
-        let arch = ArchProfile::by_name(&self.arch).ok_or_else(|| {
-            bad(
-                "arch",
-                format!(
-                    "unknown arch {:?}: expected one of {:?}",
-                    self.arch,
-                    ArchProfile::NAMES
-                ),
-            )
-        })?;
-        if self.clusters == 0 || self.clusters > arch.max_clusters {
-            return Err(bad(
-                "clusters",
-                format!(
-                    "{} is outside 1..={} for arch {}",
-                    self.clusters, arch.max_clusters, arch.name
-                ),
-            ));
-        }
-        let top = member(
-            &bad,
-            "",
-            self.clusters,
-            self.func_id,
-            &self.kernel,
-            &self.core_type,
-            &self.dispatch,
-        )?;
-        let (members, selected) = if self.members.is_empty() {
-            (vec![top], 0)
-        } else {
-            let mut ms = Vec::with_capacity(self.members.len());
-            for (i, m) in self.members.iter().enumerate() {
-                let p = format!("members[{i}].");
-                let mm = member(
-                    &bad,
-                    &p,
-                    self.clusters,
-                    m.func_id,
-                    &m.kernel,
-                    &m.core_type,
-                    &m.dispatch,
-                )?;
-                if ms.iter().any(|o: &Member| o.subtask == mm.subtask) {
-                    return Err(bad(
-                        &format!("{p}dispatch.subtask"),
-                        format!("two members are {}", mm.subtask),
-                    ));
-                }
-                if mm.cluster != top.cluster {
-                    return Err(bad(
-                        &format!("{p}dispatch.core_id"),
-                        format!(
-                            "core {} is in cluster {}, but the selected dispatch ran in cluster {}: a MIX block runs on one cluster",
-                            mm.core_id, mm.cluster, top.cluster
-                        ),
-                    ));
-                }
-                if (m.dispatch.block_idx, m.dispatch.block_num)
-                    != (self.dispatch.block_idx, self.dispatch.block_num)
-                {
-                    return Err(bad(
-                        &format!("{p}dispatch.block_idx"),
-                        format!(
-                            "block {}/{} differs from the selected dispatch's {}/{}",
-                            m.dispatch.block_idx,
-                            m.dispatch.block_num,
-                            self.dispatch.block_idx,
-                            self.dispatch.block_num
-                        ),
-                    ));
-                }
-                ms.push(mm);
-            }
-            let Some(sel) = ms
-                .iter()
-                .position(|m| m.subtask == top.subtask && m.func_id == top.func_id)
-            else {
-                return Err(bad(
-                    "members",
-                    format!(
-                        "no member is the selected dispatch (func_id {}, {})",
-                        top.func_id, top.subtask
-                    ),
-                ));
-            };
-            if ms[sel] != top {
-                return Err(bad(
-                    &format!("members[{sel}]"),
-                    "differs from the top-level func_id/kernel/core_type/dispatch it must repeat"
-                        .into(),
-                ));
-            }
-            (ms, sel)
-        };
-
-        let mut tensors = Vec::new();
-        let mut scalars = Vec::new();
-        for (k, a) in self.args.iter().enumerate() {
-            let p = format!("args[{k}]");
-            if a.arg_index as usize != k {
-                return Err(bad(
-                    &format!("{p}.arg_index"),
-                    format!(
-                        "{} but slots are listed in order from 0 (expected {k}){}",
-                        a.arg_index,
-                        if a.arg_index as usize >= LOCAL_CONTEXT_SLOT {
-                            "; context slots 48/49 are synthesized, never listed"
-                        } else {
-                            ""
-                        }
-                    ),
-                ));
-            }
-            let dtype = DType::from_name(&a.dtype).ok_or_else(|| {
-                bad(
-                    &format!("{p}.dtype"),
-                    format!(
-                        "unknown dtype {:?}: expected one of {}",
-                        a.dtype,
-                        DType::ALL.map(DType::name).join(", ")
-                    ),
-                )
-            })?;
-            match a.kind.as_str() {
-                "tensor" => {
-                    if !scalars.is_empty() {
-                        return Err(bad(
-                            &format!("{p}.kind"),
-                            "a tensor slot after a scalar slot (tensors come first)".into(),
-                        ));
-                    }
-                    tensors.push(tensor_arg(&bad, &p, a, dtype)?);
-                }
-                "scalar" => {
-                    scalars.push(scalar_arg(&bad, &p, a, dtype)?);
-                }
-                other => {
-                    return Err(bad(
-                        &format!("{p}.kind"),
-                        format!("{other:?} is not \"tensor\" or \"scalar\""),
-                    ))
-                }
-            }
-        }
-        if tensors.len() > MAX_TENSORS {
-            return Err(bad(
-                "args",
-                format!("{} tensor slots; at most {MAX_TENSORS}", tensors.len()),
-            ));
-        }
-        if scalars.len() > MAX_SCALARS {
-            return Err(bad(
-                "args",
-                format!("{} scalar slots; at most {MAX_SCALARS}", scalars.len()),
-            ));
-        }
-        Ok(Plan {
-            arch,
-            clusters: self.clusters,
-            members,
-            selected,
-            tensors,
-            scalars,
-            block_idx: self.dispatch.block_idx,
-            block_num: self.dispatch.block_num,
-            tolerance: match self.tolerance {
-                Some(t) => Some(t.checked().map_err(|m| bad("tolerance", m))?),
-                None => None,
-            },
-        })
     }
 
     /// Apply one `--set-arg SLOT=VALUE`: a scalar slot gets the value
@@ -852,346 +489,12 @@ impl ReplaySpec {
     }
 }
 
-type Bad<'a> = dyn Fn(&str, String) -> ReplayError + 'a;
-
-fn subtask_of(name: &str) -> Option<Subtask> {
-    Subtask::ALL.into_iter().find(|s| s.name() == name)
-}
-
-fn member(
-    bad: &Bad<'_>,
-    p: &str,
-    clusters: u32,
-    func_id: u32,
-    kernel: &str,
-    core_type: &str,
-    d: &DispatchIdentity,
-) -> Result<Member, ReplayError> {
-    let subtask = subtask_of(&d.subtask).ok_or_else(|| {
-        bad(
-            &format!("{p}dispatch.subtask"),
-            format!("{:?} is not aic, aiv0 or aiv1", d.subtask),
-        )
-    })?;
-    let want = subtask.core_type();
-    if core_type != want.name() {
-        return Err(bad(
-            &format!("{p}core_type"),
-            format!(
-                "{core_type:?} contradicts subtask {} (which runs on {})",
-                subtask,
-                want.name()
-            ),
-        ));
-    }
-    if kernel.is_empty() {
-        return Err(bad(&format!("{p}kernel"), "empty kernel name".into()));
-    }
-    if d.block_num == 0 || d.block_idx >= d.block_num || d.block_num > i32::MAX as u32 {
-        return Err(bad(
-            &format!("{p}dispatch.block_idx"),
-            format!(
-                "block_idx {} must be below block_num {} (and block_num ≥ 1)",
-                d.block_idx, d.block_num
-            ),
-        ));
-    }
-    let core_id = d
-        .core_id
-        .unwrap_or_else(|| topology::core_id(clusters, 0, subtask));
-    let cluster = match topology::locate(clusters, core_id) {
-        Some((c, m)) if m == subtask => c,
-        found => {
-            let what = found.map_or_else(
-                || {
-                    format!(
-                        "is beyond the {} cores of {clusters} clusters",
-                        3 * clusters
-                    )
-                },
-                |(c, m)| format!("is {m} of cluster {c} with {clusters} clusters"),
-            );
-            return Err(bad(
-                &format!("{p}dispatch.core_id"),
-                format!(
-                    "core {core_id} {what}, but subtask is {subtask} (is `clusters` the run's --clusters?)"
-                ),
-            ));
-        }
-    };
-    let task_id = match &d.task_id {
-        None => None,
-        Some(s) => Some(parse_hex_u64(s).map(TaskId).ok_or_else(|| {
-            bad(
-                &format!("{p}dispatch.task_id"),
-                format!("{s:?} is not 0x… hex"),
-            )
-        })?),
-    };
-    Ok(Member {
-        func_id,
-        kernel: kernel.to_string(),
-        subtask,
-        core_id,
-        cluster,
-        sub_block_id: d.sub_block_id.unwrap_or(subtask.sub_block_id()),
-        dispatch_id: d.dispatch_id,
-        task_id,
-    })
-}
-
-fn tensor_arg(bad: &Bad<'_>, p: &str, a: &ArgSpec, dtype: DType) -> Result<TensorArg, ReplayError> {
-    let f = |name: &str| format!("{p}.{name}");
-    if a.bits.is_some() || a.value.is_some() {
-        return Err(bad(
-            &f(if a.bits.is_some() { "bits" } else { "value" }),
-            "only scalar slots have bits/value; fill a tensor with \"data\": {\"source\": \"fill\", \"value\": …}".into(),
-        ));
-    }
-    let Some(shape) = &a.shape else {
-        return Err(bad(&f("shape"), "required for a tensor slot".into()));
-    };
-    if shape.is_empty() || shape.len() > MAX_DIMS {
-        return Err(bad(
-            &f("shape"),
-            format!(
-                "{} dimensions {shape:?}: expected 1..={MAX_DIMS}",
-                shape.len()
-            ),
-        ));
-    }
-    let to_u32 = |field: &str, v: &[u64]| -> Result<Vec<u32>, ReplayError> {
-        v.iter()
-            .map(|&x| {
-                u32::try_from(x).map_err(|_| {
-                    bad(
-                        &f(field),
-                        format!("{x} in {v:?} does not fit the descriptor's u32"),
-                    )
-                })
-            })
-            .collect()
-    };
-    let shape32 = to_u32("shape", shape)?;
-    let numel = shape
-        .iter()
-        .try_fold(1u64, |acc, &x| acc.checked_mul(x))
-        .ok_or_else(|| {
-            bad(
-                &f("shape"),
-                format!("{shape:?} overflows the element count"),
-            )
-        })?;
-    let strides32 = match &a.strides {
-        Some(st) => {
-            if st.len() != shape.len() {
-                return Err(bad(
-                    &f("strides"),
-                    format!("{} strides {st:?} for {} dimensions", st.len(), shape.len()),
-                ));
-            }
-            to_u32("strides", st)?
-        }
-        None => {
-            let mut out = vec![0u32; shape.len()];
-            let mut acc = 1u64;
-            for i in (0..shape.len()).rev() {
-                out[i] = u32::try_from(acc).map_err(|_| {
-                    bad(
-                        &f("shape"),
-                        format!("{shape:?}: row-major strides do not fit u32"),
-                    )
-                })?;
-                acc = acc.saturating_mul(shape[i]);
-            }
-            out
-        }
-    };
-    let mut t = TensorArg {
-        arg_index: a.arg_index,
-        dtype,
-        shape: shape32,
-        strides: strides32,
-        start_offset: a.start_offset.unwrap_or(0),
-        size: 0,
-        role: None,
-        data: DataSource::Zeros {},
-        expected: None,
-        note: a.note.clone(),
-    };
-    let es = dtype.size() as u64;
-    let extent = t
-        .shape
-        .iter()
-        .zip(&t.strides)
-        .try_fold(1u64, |acc, (&s, &st)| {
-            acc.checked_add(u64::from(s.saturating_sub(1)).checked_mul(u64::from(st))?)
-        });
-    let needed = extent
-        .and_then(|e| t.start_offset.checked_add(e))
-        .and_then(|e| e.checked_mul(es))
-        .filter(|_| numel.checked_mul(es).is_some())
-        .ok_or_else(|| {
-            bad(
-                &f("start_offset"),
-                "the view's byte range overflows 64 bits".into(),
-            )
-        })?;
-    let needed = if numel == 0 {
-        t.start_offset.checked_mul(es).ok_or_else(|| {
-            bad(
-                &f("start_offset"),
-                "the view's byte range overflows 64 bits".into(),
-            )
-        })?
-    } else {
-        needed
-    };
-    t.size = match a.size {
-        Some(s) if s < needed => {
-            return Err(bad(
-                &f("size"),
-                format!(
-                    "{s} bytes is smaller than the view needs: (start_offset {} + extent {}) × {es} = {needed}",
-                    t.start_offset,
-                    t.extent_elems()
-                ),
-            ))
-        }
-        Some(s) => s,
-        None => needed,
-    };
-    t.role = match &a.role {
-        None => None,
-        Some(r) => Some(parse_role(r).ok_or_else(|| {
-            bad(
-                &f("role"),
-                format!("{r:?} is not input, output, inout, output_existing or no_dep"),
-            )
-        })?),
-    };
-    t.data = match &a.data {
-        Some(d) => d.clone(),
-        None if matches!(t.role, Some(ArgRole::Output | ArgRole::OutputExisting)) => {
-            DataSource::Sentinel {}
-        }
-        None => DataSource::Zeros {},
-    };
-    check_source(bad, &f("data"), &t.data, dtype, t.view_bytes())?;
-    if let Some(e) = &a.expected {
-        if !matches!(e, DataSource::Dump { .. } | DataSource::File { .. }) {
-            return Err(bad(
-                &f("expected"),
-                format!(
-                    "source {:?}: expected data must come from a dump record or a file",
-                    e.name()
-                ),
-            ));
-        }
-        check_source(bad, &f("expected"), e, dtype, t.view_bytes())?;
-        t.expected = Some(e.clone());
-    }
-    Ok(t)
-}
-
-fn check_source(
-    bad: &Bad<'_>,
-    field: &str,
-    d: &DataSource,
-    dtype: DType,
-    view_bytes: u64,
-) -> Result<(), ReplayError> {
-    match d {
-        DataSource::Dump { bin_size, .. } if *bin_size != view_bytes => Err(bad(
-            &format!("{field}.bin_size"),
-            format!("{bin_size} bytes, but the view holds {view_bytes}"),
-        )),
-        DataSource::Fill { .. } => fill_bits(d, dtype).map(drop).map_err(|m| bad(field, m)),
-        _ => Ok(()),
-    }
-}
-
-/// Element bits of a `fill` source (`value` encoded by `dtype`, or `bits`).
-///
-/// # Errors
-/// Neither or contradicting fields, or a value `dtype` cannot hold.
-pub fn fill_bits(d: &DataSource, dtype: DType) -> Result<u64, String> {
-    let DataSource::Fill { value, bits } = d else {
-        return Err(format!("{} is not a fill", d.name()));
-    };
-    let from_bits = match bits {
-        None => None,
-        Some(s) => Some(parse_raw(s, dtype, false)?),
-    };
-    let from_value = match value {
-        None => None,
-        Some(v) => Some(number_bits(dtype, Number::from(*v))?),
-    };
-    match (from_value, from_bits) {
-        (None, None) => Err("a fill needs \"value\" or \"bits\"".into()),
-        (Some(v), Some(b)) if v != b && !both_nan(dtype, v, b) => Err(format!(
-            "value encodes to 0x{v:x} but bits is 0x{b:x}: give one of them"
-        )),
-        (Some(v), _) => Ok(v),
-        (None, Some(b)) => Ok(b),
-    }
-}
-
-fn scalar_arg(bad: &Bad<'_>, p: &str, a: &ArgSpec, dtype: DType) -> Result<ScalarArg, ReplayError> {
-    let f = |name: &str| format!("{p}.{name}");
-    for (name, present) in [
-        ("shape", a.shape.is_some()),
-        ("strides", a.strides.is_some()),
-        ("start_offset", a.start_offset.is_some()),
-        ("size", a.size.is_some()),
-        ("role", a.role.is_some()),
-        ("data", a.data.is_some()),
-        ("expected", a.expected.is_some()),
-    ] {
-        if present {
-            return Err(bad(&f(name), "not allowed on a scalar slot".into()));
-        }
-    }
-    let from_bits = match &a.bits {
-        None => None,
-        Some(s) => Some(parse_raw(s, dtype, true).map_err(|m| bad(&f("bits"), m))?),
-    };
-    let from_value = match &a.value {
-        None => None,
-        Some(v) => Some(number_bits(dtype, Number::from(*v)).map_err(|m| bad(&f("value"), m))?),
-    };
-    let bits = match (from_value, from_bits) {
-        (None, None) => {
-            return Err(bad(
-                &f("bits"),
-                "a scalar slot needs \"bits\" (0x…) or \"value\"".into(),
-            ))
-        }
-        (Some(v), Some(b)) if v != b && !both_nan(dtype, v, b) => {
-            return Err(bad(
-                &f("value"),
-                format!(
-                    "{} encodes to bits 0x{v:016x} but bits is 0x{b:016x}: after editing one, remove the other",
-                    a.value.map_or_else(String::new, value_text)
-                ),
-            ))
-        }
-        (_, Some(b)) => b,
-        (Some(v), None) => v,
-    };
-    Ok(ScalarArg {
-        arg_index: a.arg_index,
-        dtype,
-        bits,
-    })
-}
-
 // ---------------------------------------------------------------------------
 // Values
 
 /// A number as parsed from text or JSON, before it is encoded by a dtype.
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Number {
+pub(crate) enum Number {
     Int(i128),
     F32(f32),
     Float(f64),
@@ -1208,14 +511,14 @@ impl From<ScalarValue> for Number {
     }
 }
 
-fn width_mask(dtype: DType) -> u64 {
+pub(crate) fn width_mask(dtype: DType) -> u64 {
     match dtype.size() {
         8 => u64::MAX,
         w => (1u64 << (8 * w)) - 1,
     }
 }
 
-fn both_nan(dtype: DType, a: u64, b: u64) -> bool {
+pub(crate) fn both_nan(dtype: DType, a: u64, b: u64) -> bool {
     let nan = |x: u64| match dtype {
         DType::Float32 => f32::from_bits(x as u32).is_nan(),
         DType::Float16 => f16::from_bits(x as u16).is_nan(),
@@ -1228,7 +531,7 @@ fn both_nan(dtype: DType, a: u64, b: u64) -> bool {
 /// Element (or slot) bits of `n` in `dtype`, zero-extended to 64 bits as a
 /// scalar slot holds them (an INT32 −1 is `0x00000000ffffffff`): the one
 /// codec ([`simpler_format::scalar::decode`]); FP8/FP4 take raw bits only.
-fn number_bits(dtype: DType, n: Number) -> Result<u64, String> {
+pub(crate) fn number_bits(dtype: DType, n: Number) -> Result<u64, String> {
     if matches!(dtype, DType::Fp8E4M3Fn | DType::Fp8E8M0 | DType::Fp4E2M1) {
         return Err(format!(
             "{} values must be given as raw bits (0x…)",
@@ -1249,7 +552,7 @@ fn number_bits(dtype: DType, n: Number) -> Result<u64, String> {
 
 /// `0x…` raw bits; a tensor element must fit the dtype's width, a scalar
 /// slot may use all 64 bits.
-fn parse_raw(s: &str, dtype: DType, slot: bool) -> Result<u64, String> {
+pub(crate) fn parse_raw(s: &str, dtype: DType, slot: bool) -> Result<u64, String> {
     let v = parse_hex_u64(s.trim())
         .ok_or_else(|| format!("{s:?} is not 0x followed by 1-16 hex digits"))?;
     if !slot && v & !width_mask(dtype) != 0 {
