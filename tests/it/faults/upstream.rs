@@ -139,3 +139,31 @@ fn a_hung_upstream_layout_run_marks_its_hang_snapshots() {
         "{out}"
     );
 }
+
+/// A full disk in the upstream layout: `args.bin` is cut until
+/// `args_dump.json` fits, which says incomplete with the reason; what it
+/// describes is byte-identical to a run on a roomy disk.
+#[test]
+fn an_upstream_layout_dump_on_a_full_disk_keeps_what_reached_it() {
+    let keep = tempfile::tempdir().unwrap();
+    let reference = reference(keep.path());
+    let mut args = CASE_LARGE.to_vec();
+    args.extend(["--dump-layout", "upstream", "--output", "run"]);
+    let Some((out, left)) = super::on_tmpfs("size=20m", &args) else {
+        return;
+    };
+    let (_, err) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let reason = "write failed: No space left on device";
+    assert!(err.contains(&format!("error: {reason}")), "{err}");
+    let l = Loaded::open(&left.path().join("run"));
+    assert!(l.upstream);
+    l.check_structure();
+    assert_eq!(l.m.header.status, Some(Status::Incomplete));
+    assert_eq!(l.m.header.reason.as_deref(), Some(reason));
+    assert!(l.m.header.dropped_records > 0, "a 176 MiB dump cannot fit");
+    let n = assert_records_match(&l, &reference, "upstream layout on 20 MiB");
+    assert!(n > 1000, "only {n} records kept");
+    assert_no_tmp(left.path());
+    assert_view_loads(left.path(), Path::new("run"));
+}
