@@ -482,3 +482,48 @@ fn per_task_selection_errors_name_what_exists() {
         o.stderr
     );
 }
+
+/// A dispatch that cannot be rebuilt is a failed line of the report (with
+/// the reason), not the end of `--all`; exit 1.
+#[test]
+fn all_reports_a_dispatch_that_cannot_be_rebuilt() {
+    let tmp = dumped("paged_attention", "CaseSmall1", &["--dump-all"]);
+    let cwd = tmp.path();
+    // One record's shape no longer matches its kernel args slot.
+    let j = cwd.join("run/tensor_dump/tensor_dump.json");
+    let text = fs::read_to_string(&j).unwrap();
+    let first = text.find("\"shape\":[16,16]").unwrap();
+    let text = format!(
+        "{}\"shape\":[256],\"strides\":[1]{}",
+        &text[..first],
+        &text[first + "\"shape\":[16,16],\"strides\":[16,1]".len()..]
+    );
+    fs::write(&j, text).unwrap();
+    let o = simpler(
+        cwd,
+        &[
+            "insight-trace",
+            "paged_attention",
+            "--dump-dir",
+            "run",
+            "--all",
+        ],
+    );
+    assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+    assert!(
+        o.stdout
+            .contains("FAILED: dispatch 0, task 0x0000000200000000 func 0:"),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        o.stdout.contains("are the two dumps from different runs?"),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        o.stdout.contains("FAIL: 1 of 12 dispatches not bit-exact"),
+        "{}",
+        o.stdout
+    );
+}

@@ -297,9 +297,18 @@ fn replay_unit(
             rebuild_from_records(t, func, &tr, &ctx, &o.rebuild, tol)
         }
     };
+    // The unit's own func when none was asked for.
+    let func = o.func_id.unwrap_or_else(|| match &u.what {
+        UnitKind::Dispatch(id) => src
+            .kernel_args
+            .as_ref()
+            .and_then(|k| k.dispatch(*id))
+            .map_or(0, |d| d.func_id),
+        UnitKind::Task(t, _) => t.func_ids[0],
+    });
     let fail = |e: ReplayError| {
         vec![DispatchResult {
-            func_id: o.func_id.unwrap_or(u32::MAX),
+            func_id: func,
             dispatch_id: match u.what {
                 UnitKind::Dispatch(id) => Some(id),
                 UnitKind::Task(..) => None,
