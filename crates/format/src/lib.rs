@@ -7,6 +7,8 @@
 //! - [`args_dump`], [`kernel_args`]: the orchestration and kernel args dumps.
 //! - [`hex::Hex64`] (`"0x%016x"`), [`vocab`] (stage, kind, role, dtype
 //!   names), [`scalar`] (the one value ↔ bits codec), [`files`] (names).
+//! - [`swimlane`]: the run timeline files (`chip_swimlane_records.json`,
+//!   `deps.json`, name map, `pmu.csv` columns) in the upstream layout.
 //! - [`Error`]: the one reader error, with field paths and values echoed
 //!   at most 80 characters long; [`json::from_slice`] parses a whole file
 //!   into a type with it.
@@ -36,6 +38,7 @@ pub mod hex;
 pub mod json;
 pub mod kernel_args;
 pub mod scalar;
+pub mod swimlane;
 pub mod tensor_dump;
 pub mod upstream;
 pub mod vocab;
