@@ -25,6 +25,9 @@ pub struct RuntimeConfig {
     pub timeout: Option<Duration>,
     /// Dump what tasks receive and produce (`None`: off, zero cost).
     pub dump: Option<simpler_dump::DumpConfig>,
+    /// Record the run timeline (`None`: off, zero cost); see
+    /// [`crate::Runtime::take_swimlane`].
+    pub swimlane: Option<crate::SwimlaneConfig>,
     /// Stops runs from another thread (a signal handler); shared by clones.
     pub cancel: crate::CancelToken,
 }
@@ -40,6 +43,7 @@ impl Default for RuntimeConfig {
             core_queue_depth: 4,
             timeout: None,
             dump: None,
+            swimlane: None,
             cancel: crate::CancelToken::new(),
         }
     }
@@ -75,6 +79,11 @@ impl RuntimeConfig {
                 "core queue depth {} is outside 1..=8",
                 self.core_queue_depth
             ));
+        }
+        if let Some(s) = &self.swimlane {
+            if !(1..=4).contains(&s.level) {
+                return bad(format!("--swimlane {} is outside 1..=4", s.level));
+            }
         }
         Ok(())
     }

@@ -48,6 +48,7 @@ mod orchestrator;
 mod runtime;
 mod scheduler;
 mod snapshot;
+pub mod swimlane;
 mod task;
 pub mod tensormap;
 
@@ -59,3 +60,4 @@ pub use kernels::{KernelDef, KernelRegistry, Kernels, Shape};
 pub use orchestrator::{Orchestrator, Submitted, MAX_RINGS};
 pub use runtime::{RunReport, Runtime};
 pub use simpler_core::TaskId;
+pub use swimlane::{SwimlaneConfig, SwimlaneLog};

@@ -106,6 +106,8 @@ pub struct Orchestrator<'r> {
     spare_scopes: Vec<Vec<Arc<Buffer>>>,
     /// Time spent parked in [`Orchestrator::wait_until`].
     waited: Duration,
+    /// Timeline recording; `None` when off (one branch per submit).
+    rec: Option<crate::swimlane::OrchRecorder>,
 }
 
 impl<'r> Orchestrator<'r> {
@@ -115,6 +117,7 @@ impl<'r> Orchestrator<'r> {
         window: u32,
         parker: Parker,
         timeout: Option<Duration>,
+        rec: Option<crate::swimlane::OrchRecorder>,
     ) -> Orchestrator<'r> {
         Orchestrator {
             shared,
@@ -139,7 +142,13 @@ impl<'r> Orchestrator<'r> {
             scratch_deps: Vec::new(),
             scratch_regions: Vec::new(),
             spare_scopes: Vec::new(),
+            rec,
         }
+    }
+
+    /// What the timeline recording kept (tasks, edges, submits).
+    pub(crate) fn take_recording(&mut self) -> Option<crate::swimlane::OrchRecorder> {
+        self.rec.take()
     }
 
     /// Dependency edges wired so far: for each task, the producers it had
@@ -314,6 +323,7 @@ impl<'r> Orchestrator<'r> {
         mut args: TaskArgs,
     ) -> Result<Submitted, RuntimeError> {
         self.check_abort()?;
+        let t0 = self.rec.as_ref().map(|r| r.now());
         let members = self.resolve(kernels)?;
         check_limits(&args)?;
         let ring = self.scope_depth().min(MAX_RINGS - 1);
@@ -348,6 +358,10 @@ impl<'r> Orchestrator<'r> {
         // Occupied slots: submitted minus those whose task is marked complete.
         let live_now = self.submitted - self.shared.counters.marked.load(Ordering::Acquire);
         self.peak_live = self.peak_live.max(live_now);
+        if let (Some(r), Some(t0)) = (&mut self.rec, t0) {
+            let depth = self.scopes.len() as u32 - 1;
+            r.submitted(&task, &args.after, depth, t0);
+        }
         if task.release_fanin() {
             self.shared.push_ready(task);
         }
@@ -489,6 +503,9 @@ impl<'r> Orchestrator<'r> {
         for b in bufs.drain(..) {
             self.live.remove(&b.addr);
             self.map.forget(b.addr);
+            if let Some(r) = &mut self.rec {
+                r.forget(b.addr);
+            }
             b.release(&self.shared.gm);
         }
         if self.spare_scopes.len() < MAX_RINGS * 4 {

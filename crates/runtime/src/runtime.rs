@@ -60,6 +60,8 @@ pub struct Runtime {
     registry: KernelRegistry,
     /// What the last run's dump wrote.
     last_dump: Mutex<Option<simpler_dump::DumpSummary>>,
+    /// What the last run's timeline recording kept.
+    last_swimlane: Mutex<Option<crate::SwimlaneLog>>,
 }
 
 impl Runtime {
@@ -76,6 +78,7 @@ impl Runtime {
             gm,
             registry,
             last_dump: Mutex::new(None),
+            last_swimlane: Mutex::new(None),
         })
     }
 
@@ -216,6 +219,7 @@ impl Runtime {
             self.cfg.core_queue_depth,
             parker.unparker().clone(),
             dump.as_ref(),
+            self.cfg.swimlane.as_ref(),
             deadline,
         )?;
         let shared = chip.shared.clone();
@@ -235,6 +239,10 @@ impl Runtime {
             self.cfg.task_window,
             parker,
             self.cfg.timeout,
+            self.cfg
+                .swimlane
+                .as_ref()
+                .map(|s| crate::swimlane::OrchRecorder::new(s.level, shared.epoch)),
         );
         // Cancelled before it started: the orchestration does not run.
         let orch_start = Instant::now();
@@ -256,8 +264,10 @@ impl Runtime {
         let peak_live = o.peak_live_tasks();
         let live = o.live_tasks();
         let edges = o.edges();
+        let orch_rec = o.take_recording();
         drop(o);
         chip.stop_schedulers(hang);
+        *self.last_swimlane.lock() = orch_rec.map(|r| self.swimlane_log(r, &mut chip));
         let unfinished = match shared.forced() {
             true => crate::snapshot::take(&shared, &live, dump.as_ref()),
             false => Vec::new(),
@@ -281,6 +291,39 @@ impl Runtime {
             orchestration,
             dump,
         })
+    }
+
+    /// Take what the last run's timeline recording kept (also when the
+    /// run failed: the dispatches that finished); `None` when recording
+    /// was off.
+    pub fn take_swimlane(&self) -> Option<crate::SwimlaneLog> {
+        self.last_swimlane.lock().take()
+    }
+
+    fn swimlane_log(
+        &self,
+        orch: crate::swimlane::OrchRecorder,
+        chip: &mut Chip,
+    ) -> crate::SwimlaneLog {
+        let (tasks, edges, submits) = orch.finish();
+        let scheds = std::mem::take(&mut chip.recorded);
+        let mut log = crate::SwimlaneLog {
+            level: self.cfg.swimlane.as_ref().map_or(0, |s| s.level),
+            clusters: self.cfg.clusters,
+            sched_threads: scheds.len() as u32,
+            tasks,
+            edges,
+            submits,
+            func_names: self.registry.iter().map(|k| (k.func_id, k.name)).collect(),
+            ..Default::default()
+        };
+        for s in scheds {
+            log.dispatches.extend(s.dispatches);
+            log.sched_phases.push(s.phases);
+        }
+        log.dispatches.sort_by_key(|d| (d.core_id, d.reg));
+        log.func_names.sort_unstable();
+        log
     }
 
     /// What the dump of the last run wrote (also when the run failed);

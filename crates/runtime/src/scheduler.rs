@@ -53,8 +53,9 @@ use simpler_isa::{Args, Core};
 
 use crate::{
     core_slot::CoreSlot,
+    swimlane::{stamp, CoreStamps, CostFn, PhaseKind, SchedPhaseRecord, SchedRecorder},
     task::{Member, Task},
-    RuntimeError, Shape,
+    RuntimeError, Shape, SwimlaneConfig,
 };
 
 fn shape_index(s: Shape) -> usize {
@@ -263,6 +264,8 @@ pub(crate) struct Completion {
     pub task: Arc<Task>,
     pub block: u32,
     pub result: Result<(), RuntimeError>,
+    /// What the core measured (`--swimlane` only).
+    stamps: Option<Box<CoreStamps>>,
 }
 
 struct CoreLink {
@@ -286,6 +289,10 @@ struct Worker {
     staging: Vec<u8>,
     /// This thread's dump buffers; `None` when dumping is off (one branch).
     producer: Option<simpler_dump::Producer>,
+    /// This thread's timeline recording; `None` when off (one branch).
+    rec: Option<SchedRecorder>,
+    /// Pops of a ready queue that found work / found none.
+    pops: [u64; 2],
 }
 
 impl Worker {
@@ -293,23 +300,40 @@ impl Worker {
         &self.shared.scheds[self.me]
     }
 
-    fn run(mut self) {
+    /// The scheduler loop; returns what it recorded.
+    fn run(mut self) -> Option<SchedRecorder> {
         let shared = self.shared.clone();
         let sig = &shared.scheds[self.me];
         loop {
-            let mut progressed = false;
+            let level = self.rec.as_mut().map_or(0, |r| {
+                r.loop_iter += 1;
+                r.level
+            });
+            let phases = (level >= 3).then(|| (stamp(self.shared.epoch), self.queue_lengths()));
+            let mut done = 0;
             while let Some(c) = sig.done.pop() {
                 self.on_done(c);
-                progressed = true;
+                done += 1;
+            }
+            let mut progressed = done > 0;
+            if let (Some(t0), true) = (phases, progressed) {
+                self.record_phase(PhaseKind::Complete, t0, done, [0, 0]);
             }
             let inflight: u32 = self.cores.iter().map(|c| c.inflight).sum();
             if self.shared.shutdown.load(Ordering::Acquire)
                 && (inflight == 0 || self.shared.force.load(Ordering::Acquire))
             {
-                return;
+                return self.rec;
             }
             if !self.shared.aborted() {
+                let t0 = phases.map(|_| (stamp(self.shared.epoch), self.queue_lengths()));
+                let pops = self.pops;
                 progressed |= self.dispatch();
+                if let Some(t0) = t0.filter(|_| self.pops != pops) {
+                    // One hit is one block handed out (all members of a MIX block).
+                    let d = [self.pops[0] - pops[0], self.pops[1] - pops[1]];
+                    self.record_phase(PhaseKind::Dispatch, t0, d[0], d);
+                }
             }
             if progressed {
                 continue;
@@ -325,6 +349,37 @@ impl Worker {
             }
             sig.sleeping.store(false, Ordering::Relaxed);
         }
+    }
+
+    /// Record a loop phase that began at `t0` (level ≥ 3).
+    fn record_phase(
+        &mut self,
+        kind: PhaseKind,
+        (t0, queues_start): (u64, [u64; 3]),
+        processed: u64,
+        pops: [u64; 2],
+    ) {
+        let queues_end = self.queue_lengths();
+        if let Some(r) = &mut self.rec {
+            let loop_iter = r.loop_iter;
+            let end = r.now();
+            r.phase(SchedPhaseRecord {
+                kind,
+                start: t0,
+                end,
+                loop_iter,
+                processed,
+                queues_start,
+                queues_end,
+                pop_hit: pops[0],
+                pop_miss: pops[1],
+            });
+        }
+    }
+
+    /// Ready queue lengths `[aic, aiv, mix]`.
+    fn queue_lengths(&self) -> [u64; 3] {
+        [0, 1, 2].map(|i| self.shared.ready[i].len() as u64)
     }
 
     /// Block until woken. While shutting down (waiting for running kernels)
@@ -382,7 +437,7 @@ impl Worker {
             if m.iter().any(|&i| self.cores[i].inflight > 0) {
                 continue;
             }
-            let Some(item) = self.shared.ready[2].pop() else {
+            let Some(item) = self.pop(2) else {
                 break;
             };
             self.before_first_block(&item);
@@ -408,7 +463,7 @@ impl Worker {
                 } else {
                     1
                 };
-                let Some(item) = self.shared.ready[si].pop() else {
+                let Some(item) = self.pop(si) else {
                     continue;
                 };
                 self.before_first_block(&item);
@@ -420,6 +475,13 @@ impl Worker {
             }
         }
         any
+    }
+
+    /// Pop ready queue `si`, counting hits and misses.
+    fn pop(&mut self, si: usize) -> Option<ReadyItem> {
+        let item = self.shared.ready[si].pop();
+        self.pops[usize::from(item.is_none())] += 1;
+        item
     }
 
     /// Write the payload into the core's GM area and send the dispatch.
@@ -488,6 +550,9 @@ impl Worker {
                 &self.shared.gm,
             );
         }
+        if let Some(r) = &mut self.rec {
+            r.sent(idx, task, member.func_id, subtask, item.block);
+        }
         core.inflight += 1;
         self.shared
             .counters
@@ -525,6 +590,9 @@ impl Worker {
 
     fn on_done(&mut self, c: Completion) {
         self.cores[c.core].inflight -= 1;
+        if let Some(r) = &mut self.rec {
+            r.finished(c.core, self.cores[c.core].id, c.stamps.as_deref());
+        }
         settle(&self.shared, c, self.producer.as_mut());
     }
 }
@@ -583,12 +651,48 @@ struct CoreCtx {
     sched: usize,
     depth: usize,
     shared: Arc<Shared>,
+    /// Timeline recording: `None` off; `Some(cost)` on, with the
+    /// instruction timer when predicting.
+    rec: Option<Option<CostFn>>,
+}
+
+/// Run one dispatch's kernel, stamping and timing it when recording.
+fn run_kernel(
+    core: &mut Core,
+    ctx: &CoreCtx,
+    d: &Dispatch,
+    args: &Args,
+    received: u64,
+) -> (std::thread::Result<simpler_isa::KResult<()>>, Option<Box<CoreStamps>>) {
+    let Some(cost) = &ctx.rec else {
+        let r = std::panic::catch_unwind(AssertUnwindSafe(|| (d.member.func)(core, args)));
+        return (r, None);
+    };
+    let epoch = ctx.shared.epoch;
+    if cost.is_some() {
+        core.start_recording();
+    }
+    let start = stamp(epoch);
+    let r = std::panic::catch_unwind(AssertUnwindSafe(|| (d.member.func)(core, args)));
+    let end = stamp(epoch);
+    let cost = cost.as_ref().map(|f| f(&core.take_records()));
+    let stamps = CoreStamps {
+        receive: received,
+        start,
+        end,
+        cost,
+    };
+    (r, Some(Box::new(stamps)))
 }
 
 fn core_main(mut core: Core, ctx: CoreCtx, rx: Receiver<Dispatch>) {
     let gm = ctx.shared.gm.clone();
     let slot = &ctx.shared.cores[core.id() as usize];
     while let Ok(d) = rx.recv() {
+        let received = match ctx.rec {
+            Some(_) => stamp(ctx.shared.epoch),
+            None => 0,
+        };
         if ctx.shared.forced() {
             // The run stopped: queued dispatches never start.
             continue;
@@ -596,7 +700,7 @@ fn core_main(mut core: Core, ctx: CoreCtx, rx: Receiver<Dispatch>) {
         core.reset();
         slot.start(d.task.id, ctx.shared.epoch.elapsed());
         let args = Args::new(&gm, d.payload);
-        let r = std::panic::catch_unwind(AssertUnwindSafe(|| (d.member.func)(&mut core, &args)));
+        let (r, stamps) = run_kernel(&mut core, &ctx, &d, &args, received);
         slot.clear();
         let msg = match r {
             Ok(Ok(())) => None,
@@ -627,6 +731,7 @@ fn core_main(mut core: Core, ctx: CoreCtx, rx: Receiver<Dispatch>) {
             task: d.task,
             block: d.block,
             result,
+            stamps,
         });
         if urgent {
             sig.wake_if_sleeping();
@@ -637,7 +742,9 @@ fn core_main(mut core: Core, ctx: CoreCtx, rx: Receiver<Dispatch>) {
 /// Running scheduler and core threads of one run.
 pub(crate) struct Chip {
     pub shared: Arc<Shared>,
-    scheds: Vec<JoinHandle<()>>,
+    scheds: Vec<JoinHandle<Option<SchedRecorder>>>,
+    /// What each scheduler recorded, once stopped.
+    pub recorded: Vec<SchedRecorder>,
     cores: Vec<JoinHandle<()>>,
     payload_base: u64,
 }
@@ -653,6 +760,7 @@ impl Chip {
         depth: u32,
         orch: Unparker,
         dump: Option<&simpler_dump::DumpSession>,
+        swimlane: Option<&SwimlaneConfig>,
         deadline: Option<Instant>,
     ) -> Result<Chip, RuntimeError> {
         let n_cores = (3 * clusters) as usize;
@@ -703,6 +811,7 @@ impl Chip {
                         sched: s,
                         depth: depth as usize,
                         shared: shared.clone(),
+                        rec: swimlane.map(|s| s.cost.clone()),
                     };
                     let h = std::thread::Builder::new()
                         .name(format!("core{id}"))
@@ -714,6 +823,7 @@ impl Chip {
                 }
                 owned.push(m);
             }
+            let links_len = links.len();
             let w = Worker {
                 shared: shared.clone(),
                 me: s,
@@ -723,6 +833,10 @@ impl Chip {
                 wake_rx,
                 staging: Vec::new(),
                 producer: dump.map(|d| d.producer()),
+                rec: swimlane.map(|c| {
+                    SchedRecorder::new(c.level, s as u32, shared.epoch, links_len)
+                }),
+                pops: [0; 2],
             };
             w.publish_free();
             let h = std::thread::Builder::new()
@@ -734,6 +848,7 @@ impl Chip {
         Ok(Chip {
             shared,
             scheds: sched_threads_h,
+            recorded: Vec::new(),
             cores: core_threads,
             payload_base,
         })
@@ -749,7 +864,9 @@ impl Chip {
         self.shared.shutdown.store(true, Ordering::Release);
         self.shared.wake_all();
         for h in self.scheds.drain(..) {
-            let _ = h.join();
+            if let Ok(Some(r)) = h.join() {
+                self.recorded.push(r);
+            }
         }
     }
 

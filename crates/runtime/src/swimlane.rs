@@ -1,0 +1,497 @@
+//! Recording the run timeline (`--swimlane`, `--predict`; DESIGN §12).
+//!
+//! Off by default and then free: every hook is one branch on an `Option`
+//! that is `None`, with no allocation and no thread. When on, each thread
+//! appends to its own buffer and nothing is shared until the run ends:
+//!
+//! - a scheduler's [`SchedRecorder`] keeps, per core it owns, the
+//!   dispatches in flight (a core runs its queue in order, so completions
+//!   come back in the order they were sent) and the finished
+//!   [`DispatchRecord`]s; at level ≥ 3 also its loop phases;
+//! - a core stamps receive/start/end (and, with a cost function, times
+//!   the kernel's recorded instructions) into [`CoreStamps`] that ride
+//!   back on the completion;
+//! - the orchestrator's [`OrchRecorder`] keeps every task, every
+//!   dependency edge with its source, and at level 4 each submit's span.
+//!
+//! All times come from one monotonic clock, the run's epoch, as
+//! nanoseconds — 1 GHz cycles in the swimlane files. Recording never
+//! changes what kernels compute: instruction recording only appends
+//! records.
+//!
+//! The recorded edges are the whole graph: a second TensorMap that never
+//! retires entries of finished tasks finds the same frontier the
+//! scheduling map finds, without skipping producers that had already
+//! completed when their consumer was submitted (the run needed no wait for
+//! those, but the graph — and a prediction of another machine — does).
+
+use std::{collections::VecDeque, sync::Arc, time::Instant};
+
+use simpler_core::{topology::Subtask, ArgRole, ChipTensor, TaskId};
+use simpler_isa::InstrRecord;
+
+use crate::{
+    task::Task,
+    tensormap::{Access, Region, TensorMap},
+};
+
+/// Times one dispatch's recorded instructions (the pipe timing model,
+/// supplied by the caller: the runtime does not link the model).
+pub type CostFn = Arc<dyn Fn(&[InstrRecord]) -> DispatchCost + Send + Sync>;
+
+/// What to record.
+#[derive(Clone)]
+pub struct SwimlaneConfig {
+    /// 1 core start/end, 2 + dispatch/finish, 3 + scheduler phases,
+    /// 4 + orchestrator submits.
+    pub level: u8,
+    /// With `Some`, every kernel's instructions are recorded and timed by
+    /// it (`--predict`).
+    pub cost: Option<CostFn>,
+}
+
+impl std::fmt::Debug for SwimlaneConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SwimlaneConfig")
+            .field("level", &self.level)
+            .field("cost", &self.cost.as_ref().map(|_| "fn"))
+            .finish()
+    }
+}
+
+/// A dispatch's predicted device cost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DispatchCost {
+    /// Cycles from the first instruction's start to the last one's end.
+    pub cycles: u64,
+    /// Busy cycles per pipe, in `simpler_isa::Pipe::ALL` order.
+    pub busy: [u64; 7],
+    /// Instructions executed.
+    pub instructions: u64,
+}
+
+/// One dispatch, as recorded. Times in ns since the run's epoch (≥ 1).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DispatchRecord {
+    /// Core id.
+    pub core_id: u32,
+    /// The core's dispatch count: 0, 1, 2, …
+    pub reg: u64,
+    /// Task.
+    pub task_id: TaskId,
+    /// Kernel.
+    pub func_id: u32,
+    /// Cluster member it ran as.
+    pub subtask: Subtask,
+    /// SPMD block.
+    pub block: u32,
+    /// Scheduler thread that dispatched it.
+    pub sched: u32,
+    /// Scheduler handed it to the core.
+    pub dispatch: u64,
+    /// Core took it from its queue.
+    pub receive: u64,
+    /// Kernel started.
+    pub start: u64,
+    /// Kernel returned.
+    pub end: u64,
+    /// Scheduler processed the completion.
+    pub finish: u64,
+    /// Predicted cost (`--predict` only).
+    pub cost: Option<DispatchCost>,
+}
+
+/// Kinds of scheduler loop phases recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PhaseKind {
+    /// Draining finished dispatches, releasing dependents.
+    Complete,
+    /// Popping ready work and sending it to cores.
+    Dispatch,
+}
+
+/// One scheduler loop phase (level ≥ 3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchedPhaseRecord {
+    /// What it did.
+    pub kind: PhaseKind,
+    /// Start, ns.
+    pub start: u64,
+    /// End, ns.
+    pub end: u64,
+    /// Loop iteration (every iteration counts, idle ones too).
+    pub loop_iter: u64,
+    /// Completions processed or dispatches sent.
+    pub processed: u64,
+    /// Ready queue lengths `[aic, aiv, mix]` at start.
+    pub queues_start: [u64; 3],
+    /// Ready queue lengths at end.
+    pub queues_end: [u64; 3],
+    /// Pops that found work (dispatch phases).
+    pub pop_hit: u64,
+    /// Pops that found nothing (dispatch phases).
+    pub pop_miss: u64,
+}
+
+/// One `submit` (level 4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SubmitRecord {
+    /// 0, 1, 2, …
+    pub submit_idx: u64,
+    /// The task submitted.
+    pub task_id: TaskId,
+    /// Start, ns.
+    pub start: u64,
+    /// End, ns.
+    pub end: u64,
+}
+
+/// A submitted task.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskRecord {
+    /// Id.
+    pub task_id: TaskId,
+    /// Scope depth at submit.
+    pub scope: u32,
+    /// Func ids of the `[aic, aiv0, aiv1]` members (an AIV-only task's
+    /// kernel is listed as aiv0).
+    pub kernel_ids: [Option<u32>; 3],
+    /// SPMD blocks.
+    pub block_num: u32,
+    /// Tensor arguments, in slot order: role and the view the task saw.
+    pub args: Vec<(ArgRole, ChipTensor)>,
+}
+
+/// Where an edge came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EdgeSource {
+    /// The consumer uses a tensor the producer allocated as its output.
+    Creator,
+    /// Overlapping accesses found by the TensorMap.
+    TensorMap,
+    /// An explicit `after` dependency.
+    Explicit,
+}
+
+/// `succ` depends on `pred`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EdgeRecord {
+    /// Producer.
+    pub pred: TaskId,
+    /// Consumer.
+    pub succ: TaskId,
+    /// The consumer's tensor slot that found it (`None`: explicit).
+    pub arg: Option<u32>,
+    /// The producer's tensor slot (TensorMap edges).
+    pub pred_arg: Option<u32>,
+    /// First source that found it.
+    pub source: EdgeSource,
+    /// Read-after-write 1, write-after-write 2, write-after-read 4.
+    pub flags: u32,
+}
+
+/// Everything one run recorded.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SwimlaneLog {
+    /// Level recorded.
+    pub level: u8,
+    /// Clusters of the chip.
+    pub clusters: u32,
+    /// Scheduler threads that ran.
+    pub sched_threads: u32,
+    /// Dispatches, sorted by core then per-core count.
+    pub dispatches: Vec<DispatchRecord>,
+    /// Per scheduler thread (level ≥ 3).
+    pub sched_phases: Vec<Vec<SchedPhaseRecord>>,
+    /// Submits (level 4).
+    pub submits: Vec<SubmitRecord>,
+    /// Every task, in submission order.
+    pub tasks: Vec<TaskRecord>,
+    /// Every dependency edge.
+    pub edges: Vec<EdgeRecord>,
+    /// Func id → kernel name, every registered kernel.
+    pub func_names: Vec<(u32, &'static str)>,
+}
+
+/// Nanoseconds since `epoch`, at least 1 (0 means "none" in the files).
+pub(crate) fn stamp(epoch: Instant) -> u64 {
+    (epoch.elapsed().as_nanos() as u64).max(1)
+}
+
+/// What a core measured of one dispatch.
+#[derive(Debug)]
+pub(crate) struct CoreStamps {
+    pub receive: u64,
+    pub start: u64,
+    pub end: u64,
+    pub cost: Option<DispatchCost>,
+}
+
+/// A dispatch sent, waiting for its completion.
+struct Pending {
+    reg: u64,
+    dispatch: u64,
+    task_id: TaskId,
+    func_id: u32,
+    subtask: Subtask,
+    block: u32,
+}
+
+/// One scheduler thread's recording.
+pub(crate) struct SchedRecorder {
+    pub level: u8,
+    me: u32,
+    epoch: Instant,
+    /// Per core index of the scheduler: next count and sends in flight.
+    regs: Vec<u64>,
+    pending: Vec<VecDeque<Pending>>,
+    pub dispatches: Vec<DispatchRecord>,
+    pub phases: Vec<SchedPhaseRecord>,
+    pub loop_iter: u64,
+}
+
+impl SchedRecorder {
+    pub fn new(level: u8, me: u32, epoch: Instant, cores: usize) -> SchedRecorder {
+        SchedRecorder {
+            level,
+            me,
+            epoch,
+            regs: vec![0; cores],
+            pending: (0..cores).map(|_| VecDeque::new()).collect(),
+            dispatches: Vec::new(),
+            phases: Vec::new(),
+            loop_iter: 0,
+        }
+    }
+
+    pub fn now(&self) -> u64 {
+        stamp(self.epoch)
+    }
+
+    /// Core `idx` (of this scheduler) was sent block `block` of `task`.
+    pub fn sent(&mut self, idx: usize, task: &Task, func_id: u32, subtask: Subtask, block: u32) {
+        let reg = self.regs[idx];
+        self.regs[idx] += 1;
+        let dispatch = self.now();
+        self.pending[idx].push_back(Pending {
+            reg,
+            dispatch,
+            task_id: task.id,
+            func_id,
+            subtask,
+            block,
+        });
+    }
+
+    /// Core `idx` (id `core_id`) finished its oldest dispatch.
+    pub fn finished(&mut self, idx: usize, core_id: u32, stamps: Option<&CoreStamps>) {
+        let Some(p) = self.pending[idx].pop_front() else {
+            return;
+        };
+        let finish = self.now();
+        let (receive, start, end, cost) = match stamps {
+            Some(s) => (s.receive, s.start, s.end, s.cost),
+            None => (p.dispatch, p.dispatch, finish, None),
+        };
+        self.dispatches.push(DispatchRecord {
+            core_id,
+            reg: p.reg,
+            task_id: p.task_id,
+            func_id: p.func_id,
+            subtask: p.subtask,
+            block: p.block,
+            sched: self.me,
+            dispatch: p.dispatch,
+            receive,
+            start,
+            end,
+            finish,
+            cost,
+        });
+    }
+
+    /// Record a loop phase (level ≥ 3 only).
+    pub fn phase(&mut self, p: SchedPhaseRecord) {
+        if self.level >= 3 {
+            self.phases.push(p);
+        }
+    }
+}
+
+/// The orchestrator's recording: tasks, edges, submits.
+pub(crate) struct OrchRecorder {
+    level: u8,
+    epoch: Instant,
+    /// Tasks in submission order with their scope depth.
+    tasks: Vec<(Arc<Task>, u32)>,
+    submits: Vec<SubmitRecord>,
+    edges: Vec<EdgeRecord>,
+    /// The graph's map: like the scheduling one, but entries of finished
+    /// tasks stay (an entry is `(task, its tensor slot)`).
+    map: TensorMap<(TaskId, u32)>,
+    /// This submit's edges, merged by producer.
+    scratch: Vec<EdgeRecord>,
+}
+
+fn raw_waw(role: ArgRole) -> u32 {
+    let mut f = 0;
+    if role.reads() {
+        f |= 1;
+    }
+    if role.writes_existing() {
+        f |= 2;
+    }
+    f
+}
+
+impl OrchRecorder {
+    pub fn new(level: u8, epoch: Instant) -> OrchRecorder {
+        OrchRecorder {
+            level,
+            epoch,
+            tasks: Vec::new(),
+            submits: Vec::new(),
+            edges: Vec::new(),
+            map: TensorMap::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    pub fn now(&self) -> u64 {
+        stamp(self.epoch)
+    }
+
+    /// `task` was submitted (wired and queued) at scope depth `scope`; the
+    /// submit began at `start`.
+    pub fn submitted(&mut self, task: &Arc<Task>, after: &[TaskId], scope: u32, start: u64) {
+        if self.level >= 4 {
+            // Before the graph bookkeeping below, which is the recorder's
+            // cost, not the submit's.
+            let end = self.now();
+            self.submits.push(SubmitRecord {
+                submit_idx: self.submits.len() as u64,
+                task_id: task.id,
+                start,
+                end,
+            });
+        }
+        self.find_edges(task, after);
+        self.tasks.push((task.clone(), scope));
+    }
+
+    /// The buffer at `addr` was freed: its address may be reused.
+    pub fn forget(&mut self, addr: u64) {
+        self.map.forget(addr);
+    }
+
+    fn add(&mut self, e: EdgeRecord) {
+        if e.pred == e.succ || e.pred == TaskId::NONE {
+            return;
+        }
+        match self.scratch.iter_mut().find(|x| x.pred == e.pred) {
+            Some(x) => x.flags |= e.flags,
+            None => self.scratch.push(e),
+        }
+    }
+
+    fn find_edges(&mut self, task: &Arc<Task>, after: &[TaskId]) {
+        let succ = task.id;
+        let always = |_: &(TaskId, u32)| true;
+        let mut found: Vec<(TaskId, u32, u32)> = Vec::new();
+        for (i, t) in task.tensors.iter().enumerate() {
+            if matches!(t.role, ArgRole::NoDep | ArgRole::Output) {
+                continue;
+            }
+            let arg = Some(i as u32);
+            let owner = t.desc.owner_task_id;
+            self.add(EdgeRecord {
+                pred: owner,
+                succ,
+                arg,
+                pred_arg: None,
+                source: EdgeSource::Creator,
+                flags: raw_waw(t.role),
+            });
+            let Some(r) = Region::of(&t.desc) else {
+                continue;
+            };
+            found.clear();
+            let read = Access {
+                read: true,
+                write: false,
+            };
+            let f = raw_waw(t.role);
+            self.map.deps_of(t.desc.addr, &r, read, always, |&(p, a)| {
+                found.push((p, a, f))
+            });
+            if t.role.writes_existing() {
+                let write = Access {
+                    read: false,
+                    write: true,
+                };
+                let n = found.len();
+                self.map.deps_of(t.desc.addr, &r, write, always, |&(p, a)| {
+                    if !found[..n].iter().any(|x| x.0 == p) {
+                        found.push((p, a, 4));
+                    }
+                });
+            }
+            for &(pred, a, flags) in &found {
+                self.add(EdgeRecord {
+                    pred,
+                    succ,
+                    arg,
+                    pred_arg: Some(a),
+                    source: EdgeSource::TensorMap,
+                    flags,
+                });
+            }
+        }
+        for &pred in after {
+            self.add(EdgeRecord {
+                pred,
+                succ,
+                arg: None,
+                pred_arg: None,
+                source: EdgeSource::Explicit,
+                flags: 0,
+            });
+        }
+        self.edges.append(&mut self.scratch);
+        for (i, t) in task.tensors.iter().enumerate() {
+            if matches!(t.role, ArgRole::NoDep | ArgRole::Output) {
+                continue;
+            }
+            if let Some(r) = Region::of(&t.desc) {
+                let access = Access {
+                    read: t.role.reads(),
+                    write: t.role.writes_existing(),
+                };
+                self.map
+                    .register_of(t.desc.addr, r, access, (succ, i as u32), always);
+            }
+        }
+    }
+
+    /// Tasks, edges and submits, for the log.
+    pub fn finish(self) -> (Vec<TaskRecord>, Vec<EdgeRecord>, Vec<SubmitRecord>) {
+        let tasks = self
+            .tasks
+            .into_iter()
+            .map(|(t, scope)| {
+                let mut kernel_ids = [None; 3];
+                for m in t.members.as_slice() {
+                    kernel_ids[m.subtask.id() as usize] = Some(m.func_id);
+                }
+                TaskRecord {
+                    task_id: t.id,
+                    scope,
+                    kernel_ids,
+                    block_num: t.block_num,
+                    args: t.tensors.iter().map(|x| (x.role, x.desc)).collect(),
+                }
+            })
+            .collect();
+        (tasks, self.edges, self.submits)
+    }
+}
