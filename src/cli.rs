@@ -32,6 +32,10 @@ pub enum Command {
     /// for MindStudio Insight / Perfetto, bit-exact check against the dump
     /// (exit 1 on mismatch).
     InsightTrace(crate::insight::InsightArgs),
+    /// Where the time of a run went: per-func table, critical path,
+    /// scheduler overhead, from its swimlane files (`run --swimlane`);
+    /// `--check` tests them against the upstream tools' requirements.
+    Swimlane(crate::swimlane_cmd::SwimlaneArgs),
 }
 
 /// `simpler dump …`.
@@ -147,6 +151,9 @@ pub struct RunArgs {
     /// Dumps.
     #[command(flatten)]
     pub dump: DumpArgs,
+    /// Run timeline.
+    #[command(flatten)]
+    pub timeline: crate::swimlane_cfg::TimelineArgs,
 }
 
 /// What to dump and where (DESIGN §5, §6).

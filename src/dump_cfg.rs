@@ -79,10 +79,8 @@ pub fn configure(
     if level.is_none() && !args && !kernel_args {
         return Ok(None);
     }
-    let run_dir = match &a.output {
-        Some(dir) => create_output(dir)?,
-        None => fresh_run_dir(root, workload, case)?,
-    };
+    let dir = create_run_dir(a.output.as_deref(), root, workload, case)?;
+    let run_dir = dir.path.clone();
     let mut d = DumpConfig::new(run_dir.join(layout.dir_name()));
     d.layout = layout;
     d.level = level;
@@ -93,10 +91,25 @@ pub fn configure(
     d.workload = workload.into();
     d.case = case.into();
     cfg.dump = Some(d);
-    Ok(Some(RunDir {
-        path: run_dir,
+    Ok(Some(dir))
+}
+
+/// Create the run directory: `--output DIR` (never an existing one), or a
+/// fresh one under `root`.
+pub fn create_run_dir(
+    output: Option<&Path>,
+    root: &Path,
+    workload: &str,
+    case: &str,
+) -> Result<RunDir> {
+    let path = match output {
+        Some(dir) => create_output(dir)?,
+        None => fresh_run_dir(root, workload, case)?,
+    };
+    Ok(RunDir {
+        path,
         settled: false,
-    }))
+    })
 }
 
 /// Create `--output DIR` in one step (its parents first): an existing

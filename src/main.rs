@@ -11,6 +11,8 @@ mod insight;
 mod list;
 mod run;
 mod signals;
+mod swimlane_cfg;
+mod swimlane_cmd;
 
 use std::process::ExitCode;
 
@@ -51,6 +53,7 @@ fn dispatch(args: cli::Cli) -> anyhow::Result<ExitCode> {
         cli::Command::Dump(cli::DumpCommand::View(a)) => dump_view::view(&a),
         cli::Command::Dump(cli::DumpCommand::Diff(a)) => dump_diff::diff(&a),
         cli::Command::InsightTrace(a) => insight::insight_trace(&a),
+        cli::Command::Swimlane(a) => swimlane_cmd::swimlane(&a),
     }
 }
 

@@ -20,16 +20,37 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
         None => w.default_case(),
     };
     let mut cfg = a.chip.config()?;
-    let run_dir =
-        crate::dump_cfg::configure(&a.dump, &mut cfg, w.name(), case, Path::new("outputs"))?;
-    let rt = Runtime::new(cfg.clone(), w.kernels())?;
-    let out = match w.run(case, a.seed, &rt) {
-        Ok(out) => out,
-        Err(e) => return Ok(failed(&e, &rt, run_dir)),
-    };
-    if let Some(dir) = run_dir {
-        dir.settle();
+    let timeline = crate::swimlane_cfg::configure(&a.timeline, &mut cfg)?;
+    let root = Path::new("outputs");
+    let mut run_dir = crate::dump_cfg::configure(&a.dump, &mut cfg, w.name(), case, root)?;
+    if timeline && run_dir.is_none() {
+        let out = a.dump.output.as_deref();
+        run_dir = Some(crate::dump_cfg::create_run_dir(out, root, w.name(), case)?);
     }
+    let rt = Runtime::new(cfg.clone(), w.kernels())?;
+    let result = w.run(case, a.seed, &rt);
+    let write_timeline = |failed: bool| match &run_dir {
+        Some(d) => crate::swimlane_cfg::write(
+            &rt,
+            &cfg,
+            d.path(),
+            w.name(),
+            case,
+            a.timeline.predict,
+            failed,
+        ),
+        None => Ok(()),
+    };
+    let out = match result {
+        Ok(out) => out,
+        Err(e) => {
+            if let Err(we) = write_timeline(true) {
+                eprintln!("error: {we:#}");
+            }
+            return Ok(failed(&e, &rt, run_dir));
+        }
+    };
+
     let r = &out.report;
     println!(
         "{} {case} (seed {}): {} tasks, {} edges, {} dispatches on {} clusters / {} schedulers ({}) in {:.2} ms",
@@ -46,6 +67,11 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
     if let Some(d) = &r.dump {
         crate::dump_cfg::report(d);
     }
+    let written = write_timeline(false);
+    if let Some(dir) = run_dir {
+        dir.settle();
+    }
+    written?;
     println!("{}", verdict(&out.golden));
     if let Some(code) = crate::signals::interrupted() {
         eprintln!("interrupted after the run had completed (its dump is complete)");

@@ -87,14 +87,12 @@ impl de::Visitor<'_> for DecVisitor {
 
     fn visit_str<E: de::Error>(self, s: &str) -> Result<u64, E> {
         let ok = !s.is_empty() && s.len() <= 20 && s.bytes().all(|b| b.is_ascii_digit());
-        ok.then(|| s.parse().ok())
-            .flatten()
-            .ok_or_else(|| {
-                E::custom(format_args!(
-                    "bad id {}: expected a decimal u64 (the upstream tools drop \"0x…\" ids)",
-                    crate::quoted(s)
-                ))
-            })
+        ok.then(|| s.parse().ok()).flatten().ok_or_else(|| {
+            E::custom(format_args!(
+                "bad id {}: expected a decimal u64 (the upstream tools drop \"0x…\" ids)",
+                crate::quoted(s)
+            ))
+        })
     }
 }
 
@@ -486,7 +484,11 @@ mod tests {
         assert_eq!(serde_json::from_str::<Dec64>("17").unwrap(), Dec64(17));
         assert_eq!(serde_json::to_string(&Dec64(17)).unwrap(), "\"17\"");
         let e = serde_json::from_str::<Dec64>("\"0x11\"").unwrap_err();
-        assert!(e.to_string().contains("bad id \"0x11\": expected a decimal u64"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("bad id \"0x11\": expected a decimal u64"),
+            "{e}"
+        );
         assert!(serde_json::from_str::<Dec64>("-1").is_err());
         assert!(serde_json::from_str::<Dec64>("\"99999999999999999999\"").is_err());
     }
@@ -495,7 +497,10 @@ mod tests {
     fn rows_are_arrays_with_five_or_six_columns() {
         let r: AicoreRow = serde_json::from_str("[3,4294967296,0,10,20,2]").unwrap();
         assert_eq!((r.core_id, r.task_id, r.receive_to_start), (3, 1 << 32, 2));
-        assert_eq!(serde_json::to_string(&r).unwrap(), "[3,4294967296,0,10,20,2]");
+        assert_eq!(
+            serde_json::to_string(&r).unwrap(),
+            "[3,4294967296,0,10,20,2]"
+        );
         let r: AicoreRow = serde_json::from_str("[3,1,0,10,20]").unwrap();
         assert_eq!(r.receive_to_start, 0);
         let e = serde_json::from_str::<AicoreRow>("[3,1,0,10]").unwrap_err();
@@ -507,7 +512,9 @@ mod tests {
     #[test]
     fn pmu_header_names_every_counter() {
         let h = pmu_header();
-        assert!(h.starts_with("thread_id,core_id,task_id,func_id,core_type,pmu_total_cycles,scalar_busy_cycles"));
+        assert!(h.starts_with(
+            "thread_id,core_id,task_id,func_id,core_type,pmu_total_cycles,scalar_busy_cycles"
+        ));
         assert!(h.ends_with("vector_busy_cycles,event_type"));
         assert_eq!(h.split(',').count(), 14);
         assert_eq!(name_map_file("w", "c"), "name_map_w_c.json");

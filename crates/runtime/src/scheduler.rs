@@ -663,7 +663,10 @@ fn run_kernel(
     d: &Dispatch,
     args: &Args,
     received: u64,
-) -> (std::thread::Result<simpler_isa::KResult<()>>, Option<Box<CoreStamps>>) {
+) -> (
+    std::thread::Result<simpler_isa::KResult<()>>,
+    Option<Box<CoreStamps>>,
+) {
     let Some(cost) = &ctx.rec else {
         let r = std::panic::catch_unwind(AssertUnwindSafe(|| (d.member.func)(core, args)));
         return (r, None);
@@ -833,9 +836,8 @@ impl Chip {
                 wake_rx,
                 staging: Vec::new(),
                 producer: dump.map(|d| d.producer()),
-                rec: swimlane.map(|c| {
-                    SchedRecorder::new(c.level, s as u32, shared.epoch, links_len)
-                }),
+                rec: swimlane
+                    .map(|c| SchedRecorder::new(c.level, s as u32, shared.epoch, links_len)),
                 pops: [0; 2],
             };
             w.publish_free();

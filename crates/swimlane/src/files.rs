@@ -1,0 +1,223 @@
+//! Reading a run's swimlane files, and writing a recorded run's files
+//! through a caller's durable writer.
+
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use simpler_format::swimlane::{
+    name_map_file, Deps, NameMap, Records, DEPS_FILE, NAME_MAP_PREFIX, PERFETTO_FILE, PMU_FILE,
+    PREDICTED_DIR, RECORDS_FILE,
+};
+use simpler_runtime::SwimlaneLog;
+
+use crate::{
+    predict::{ChipParams, ChipShape},
+    Timeline,
+};
+
+/// Why a run's files could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// A file is missing, unreadable, or not what it should be.
+    #[error(transparent)]
+    File(#[from] simpler_format::Error),
+    /// Several name maps and no way to choose.
+    #[error("{dir}: {n} name_map_*.json files; expected at most one")]
+    NameMaps {
+        /// The folder.
+        dir: PathBuf,
+        /// How many.
+        n: usize,
+    },
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, simpler_format::Error> {
+    let bytes = std::fs::read(path).map_err(|e| {
+        let kind = match e.kind() {
+            io::ErrorKind::NotFound => simpler_format::ErrorKind::PathMissing,
+            _ => simpler_format::ErrorKind::Io(e),
+        };
+        simpler_format::Error::new(path, kind)
+    })?;
+    simpler_format::json::from_slice(path, &bytes)
+}
+
+/// The unique `name_map_*.json` of `dir`, if any.
+fn name_map_path(dir: &Path) -> Result<Option<PathBuf>, LoadError> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with(NAME_MAP_PREFIX) && n.ends_with(".json"))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    match found.len() {
+        0 | 1 => Ok(found.pop()),
+        n => Err(LoadError::NameMaps {
+            dir: dir.to_path_buf(),
+            n,
+        }),
+    }
+}
+
+/// The three files of a folder, as read.
+#[derive(Debug, Clone)]
+pub struct RunFiles {
+    /// `chip_swimlane_records.json`.
+    pub records: Records,
+    /// `deps.json`, when present.
+    pub deps: Option<Deps>,
+    /// The name map, when present.
+    pub names: Option<NameMap>,
+}
+
+impl RunFiles {
+    /// Read `dir`'s records (required), `deps.json` and name map (optional).
+    ///
+    /// # Errors
+    /// A missing or malformed records file, a malformed deps or name map,
+    /// several name maps.
+    pub fn load(dir: &Path) -> Result<RunFiles, LoadError> {
+        let records = read_json(&dir.join(RECORDS_FILE))?;
+        let deps_path = dir.join(DEPS_FILE);
+        let deps = match deps_path.exists() {
+            true => Some(read_json(&deps_path)?),
+            false => None,
+        };
+        let names = match name_map_path(dir)? {
+            Some(p) => Some(read_json(&p)?),
+            None => None,
+        };
+        Ok(RunFiles {
+            records,
+            deps,
+            names,
+        })
+    }
+
+    /// The timeline these files describe.
+    pub fn timeline(&self) -> Timeline {
+        Timeline::from_files(&self.records, self.deps.as_ref(), self.names.as_ref())
+    }
+}
+
+/// Where the files go: a durable writer (the whole file or nothing) and
+/// folder creation, so the caller's cleanup on signals knows both.
+pub trait Sink {
+    /// Write `path` whole through `body`, or leave nothing.
+    ///
+    /// # Errors
+    /// I/O failures, naming the file.
+    fn write(
+        &self,
+        path: &Path,
+        body: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>,
+    ) -> io::Result<()>;
+
+    /// Create the folder `path` (its parent exists).
+    ///
+    /// # Errors
+    /// As `std::fs::create_dir`, naming the folder.
+    fn create_dir(&self, path: &Path) -> io::Result<()>;
+}
+
+/// A [`Sink`] on plain files: `simpler_format`'s atomic writer.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PlainSink;
+
+impl Sink for PlainSink {
+    fn write(
+        &self,
+        path: &Path,
+        body: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>,
+    ) -> io::Result<()> {
+        simpler_format::durable::write_atomic(path, |w| body(w))
+    }
+
+    fn create_dir(&self, path: &Path) -> io::Result<()> {
+        std::fs::create_dir(path)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))
+    }
+}
+
+fn json_to(v: &impl serde::Serialize) -> impl FnMut(&mut dyn Write) -> io::Result<()> + '_ {
+    move |w| {
+        serde_json::to_writer(&mut BufWriter::new(&mut *w), v).map_err(io::Error::other)?;
+        w.write_all(b"\n")
+    }
+}
+
+/// What `--predict` printed and wrote.
+#[derive(Debug, Clone)]
+pub struct PredictSummary {
+    /// Predicted makespan, device cycles.
+    pub makespan: u64,
+    /// The predicted timeline (for its critical path and table).
+    pub timeline: Timeline,
+    /// Longest path by kernel cycles alone (a lower bound).
+    pub static_path: u64,
+    /// Σ kernel cycles.
+    pub work: u64,
+    /// Busiest pipe per func.
+    pub bottlenecks: Vec<(u32, simpler_isa::Pipe, u64, f64)>,
+    /// Dispatches without a recorded cost.
+    pub missing: u64,
+}
+
+/// Write a recorded run's files into `run_dir`: records, deps, name map
+/// and Perfetto trace; with `predict`, the `predicted/` folder too.
+///
+/// # Errors
+/// Write failures, naming the file (from `write`).
+pub fn write_run(
+    run_dir: &Path,
+    log: &SwimlaneLog,
+    workload: &str,
+    case: &str,
+    predict: Option<(ChipShape, ChipParams)>,
+    sink: &dyn Sink,
+) -> io::Result<Option<PredictSummary>> {
+    let write = |p: &Path, b: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>| sink.write(p, b);
+    let records = crate::record::records(log);
+    let deps = crate::record::deps(log);
+    let names = crate::record::name_map(log, workload, case);
+    let map_name = name_map_file(workload, case);
+    write(&run_dir.join(RECORDS_FILE), &mut json_to(&records))?;
+    write(&run_dir.join(DEPS_FILE), &mut json_to(&deps))?;
+    write(&run_dir.join(&map_name), &mut json_to(&names))?;
+    let t = Timeline::from_files(&records, Some(&deps), Some(&names));
+    write(&run_dir.join(PERFETTO_FILE), &mut |w| {
+        crate::perfetto::write_perfetto(&t, w)
+    })?;
+    let Some((shape, params)) = predict else {
+        return Ok(None);
+    };
+    let dir = run_dir.join(PREDICTED_DIR);
+    sink.create_dir(&dir)?;
+    let (g, missing) = crate::predicted::graph_of(log);
+    let p = crate::predict::predict(&g, shape, &params);
+    let precs = crate::predicted::records_of(&g, &p, shape.clusters, shape.clock_hz);
+    write(&dir.join(RECORDS_FILE), &mut json_to(&precs))?;
+    write(&dir.join(DEPS_FILE), &mut json_to(&deps))?;
+    write(&dir.join(&map_name), &mut json_to(&names))?;
+    let pt = Timeline::from_files(&precs, Some(&deps), Some(&names));
+    write(&dir.join(PERFETTO_FILE), &mut |w| {
+        crate::perfetto::write_perfetto(&pt, w)
+    })?;
+    write(&dir.join(PMU_FILE), &mut |w| {
+        crate::predicted::write_pmu(&g, &p, w)
+    })?;
+    Ok(Some(PredictSummary {
+        makespan: p.makespan,
+        timeline: pt,
+        static_path: crate::predict::static_critical_path(&g),
+        work: p.dispatches.iter().map(|d| d.member.cost.cycles).sum(),
+        bottlenecks: crate::predicted::bottlenecks(&p),
+        missing,
+    }))
+}

@@ -1,0 +1,390 @@
+//! The predicted device timeline (`--predict`, DESIGN §12): every
+//! dispatch's instructions timed by the pipe model (§8), then placed on a
+//! model of the chip in device cycles.
+//!
+//! # Model
+//!
+//! A discrete-event list scheduler over the task graph:
+//!
+//! - A task is **ready** when its last predecessor finished, plus the
+//!   dependency-release latency; tasks without predecessors are ready at
+//!   cycle 0 (the orchestrator is not modelled: the whole graph is
+//!   submitted at once).
+//! - Ready blocks are served in order of ready time, then submission order,
+//!   then block index. A block goes to the resource where it can be
+//!   dispatched first: an idle AIC core (AIC tasks), an idle AIV core
+//!   (either vector core of a cluster; AIV tasks), or a whole idle cluster
+//!   (MIX blocks, whose members start together and **hold the cluster**
+//!   until the slowest member ends). Ties go to the lowest core id.
+//! - Cluster `c` belongs to scheduler `c % sched_threads`; a scheduler is
+//!   serial: each dispatch occupies it for `sched_dispatch_cycles`, after
+//!   which the payload is handed to the core (the aicpu `dispatch` time).
+//!   The kernel starts `dispatch_latency_cycles` later and runs for its
+//!   pipe-model cycles; its scheduler sees it finish
+//!   `finish_latency_cycles` after it ends.
+//! - A core runs one dispatch at a time and holds no queue (no prefetch of
+//!   the next payload while a kernel runs).
+//!
+//! Not modelled: the orchestrator's own time and the ring/window
+//! back-pressure; GM bandwidth shared between cores (each kernel is timed
+//! alone, so a memory-bound graph is predicted faster than it runs);
+//! caches; the scheduler's completion processing beyond the fixed
+//! latencies; AICPU thread contention with the orchestrator.
+//!
+//! # Parameters ([`ChipParams::default`]), in AICore cycles
+//!
+//! | parameter | value | basis |
+//! |---|---|---|
+//! | `sched_dispatch_cycles` | 400 | estimate: an AICPU thread fills the 50-slot payload and writes the core's doorbell register, ≈ 0.2 µs |
+//! | `dispatch_latency_cycles` | 900 | estimate: doorbell → the AICore reads its payload and enters the kernel, ≈ 0.5 µs |
+//! | `finish_latency_cycles` | 900 | estimate: the AICore writes its finish flag and the scheduler's poll sees it, ≈ 0.5 µs |
+//! | `release_latency_cycles` | 200 | estimate: the scheduler decrements the successor's fan-in and queues it, ≈ 0.1 µs |
+//!
+//! All four are engineering estimates of the right order, not
+//! measurements; the kernel cycles come from the pipe table
+//! (`simpler_replay::timing`).
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use simpler_core::topology::{core_id, Subtask};
+use simpler_runtime::swimlane::DispatchCost;
+
+/// The chip model's latencies (see the module doc for their basis).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChipParams {
+    /// Scheduler time per dispatch (serial per scheduler thread); at least 1.
+    pub sched_dispatch_cycles: u64,
+    /// Hand-off → kernel start.
+    pub dispatch_latency_cycles: u64,
+    /// Kernel end → the scheduler sees it finish.
+    pub finish_latency_cycles: u64,
+    /// A task's finish → its successor is ready.
+    pub release_latency_cycles: u64,
+}
+
+impl Default for ChipParams {
+    fn default() -> Self {
+        ChipParams {
+            sched_dispatch_cycles: 400,
+            dispatch_latency_cycles: 900,
+            finish_latency_cycles: 900,
+            release_latency_cycles: 200,
+        }
+    }
+}
+
+impl ChipParams {
+    /// The table as Markdown, for docs and reports.
+    pub fn render_table(&self) -> String {
+        format!(
+            "| parameter | cycles |\n|---|---|\n| sched_dispatch_cycles | {} |\n| dispatch_latency_cycles | {} |\n| finish_latency_cycles | {} |\n| release_latency_cycles | {} |\n",
+            self.sched_dispatch_cycles,
+            self.dispatch_latency_cycles,
+            self.finish_latency_cycles,
+            self.release_latency_cycles
+        )
+    }
+}
+
+/// The chip a prediction runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChipShape {
+    /// Clusters (1 AIC + 2 AIV each).
+    pub clusters: u32,
+    /// Scheduler threads (at most `clusters` are used).
+    pub sched_threads: u32,
+    /// Device clock, Hz.
+    pub clock_hz: u64,
+}
+
+/// Which cores a task's blocks need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskShape {
+    /// One AIC core per block.
+    Aic,
+    /// One AIV core per block.
+    Aiv,
+    /// A whole cluster per block.
+    Mix,
+}
+
+/// One member of a block: its kernel and cost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Member {
+    /// Cluster position (MIX); for AIC/AIV tasks only its core type counts.
+    pub subtask: Subtask,
+    /// Func id.
+    pub func: u32,
+    /// Pipe-model cost.
+    pub cost: DispatchCost,
+}
+
+/// A task of the graph to place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GraphTask {
+    /// Task id.
+    pub id: u64,
+    /// What its blocks need.
+    pub shape: TaskShape,
+    /// Per block, its members.
+    pub blocks: Vec<Vec<Member>>,
+}
+
+impl GraphTask {
+    /// The longest member of its longest block: its duration with cores
+    /// to spare.
+    pub fn min_cycles(&self) -> u64 {
+        self.blocks
+            .iter()
+            .flatten()
+            .map(|m| m.cost.cycles)
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// Tasks in submission order and edges `(pred, succ)` as indices.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Graph {
+    /// Tasks.
+    pub tasks: Vec<GraphTask>,
+    /// Edges.
+    pub edges: Vec<(usize, usize)>,
+}
+
+/// One placed dispatch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placed {
+    /// Index of the task.
+    pub task: usize,
+    /// Block.
+    pub block: u32,
+    /// Member.
+    pub member: Member,
+    /// Core id.
+    pub core: u32,
+    /// Scheduler thread.
+    pub sched: u32,
+    /// The core's dispatch count.
+    pub reg: u64,
+    /// Hand-off to the core.
+    pub dispatch: u64,
+    /// Kernel start.
+    pub start: u64,
+    /// Kernel end.
+    pub end: u64,
+    /// Seen finished.
+    pub finish: u64,
+}
+
+/// The predicted timeline.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Prediction {
+    /// Every dispatch, in placement order.
+    pub dispatches: Vec<Placed>,
+    /// Last kernel end (cycles from 0).
+    pub makespan: u64,
+}
+
+/// A block waiting to be placed: (ready, task, block).
+type Item = Reverse<(u64, usize, u32)>;
+
+struct Chip {
+    shape: ChipShape,
+    scheds: u32,
+    core_free: Vec<u64>,
+    sched_free: Vec<u64>,
+    regs: Vec<u64>,
+}
+
+impl Chip {
+    fn new(shape: ChipShape) -> Chip {
+        let n = 3 * shape.clusters as usize;
+        let scheds = shape.sched_threads.clamp(1, shape.clusters.max(1));
+        Chip {
+            shape,
+            scheds,
+            core_free: vec![0; n],
+            sched_free: vec![0; scheds as usize],
+            regs: vec![0; n],
+        }
+    }
+
+    /// Candidate placements `(cluster, cores)` for a block of `shape`.
+    fn candidates(&self, shape: TaskShape) -> Vec<(u32, Vec<u32>)> {
+        let k = self.shape.clusters;
+        let at = |c, s| core_id(k, c, s);
+        match shape {
+            TaskShape::Aic => (0..k).map(|c| (c, vec![at(c, Subtask::Aic)])).collect(),
+            TaskShape::Aiv => (0..k)
+                .flat_map(|c| {
+                    [
+                        (c, vec![at(c, Subtask::Aiv0)]),
+                        (c, vec![at(c, Subtask::Aiv1)]),
+                    ]
+                })
+                .collect(),
+            TaskShape::Mix => (0..k)
+                .map(|c| (c, Subtask::ALL.iter().map(|&s| at(c, s)).collect()))
+                .collect(),
+        }
+    }
+
+    /// Earliest dispatch time for `cores` of `cluster` at `ready`.
+    fn earliest(&self, ready: u64, cluster: u32, cores: &[u32]) -> u64 {
+        let free = cores
+            .iter()
+            .map(|&c| self.core_free[c as usize])
+            .max()
+            .unwrap_or(0);
+        ready
+            .max(free)
+            .max(self.sched_free[(cluster % self.scheds) as usize])
+    }
+}
+
+/// Place `g` on `shape` with `p`.
+pub fn predict(g: &Graph, shape: ChipShape, p: &ChipParams) -> Prediction {
+    let mut chip = Chip::new(shape);
+    let n = g.tasks.len();
+    let mut succs: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut fanin = vec![0usize; n];
+    for &(a, b) in &g.edges {
+        if a < n && b < n && a != b {
+            succs[a].push(b);
+            fanin[b] += 1;
+        }
+    }
+    let mut ready_at = vec![0u64; n];
+    let mut done = vec![0u64; n];
+    let mut blocks_left: Vec<usize> = g.tasks.iter().map(|t| t.blocks.len()).collect();
+    let mut heap: BinaryHeap<Item> = BinaryHeap::new();
+    let mut out = Prediction::default();
+    let release = |i: usize, heap: &mut BinaryHeap<Item>, ready: u64| {
+        for b in 0..g.tasks[i].blocks.len() {
+            heap.push(Reverse((ready, i, b as u32)));
+        }
+    };
+    for i in 0..n {
+        if fanin[i] == 0 {
+            release(i, &mut heap, 0);
+        }
+    }
+    let mut finished: Vec<usize> = Vec::new();
+    while let Some(Reverse((ready, i, b))) = heap.pop() {
+        let t = &g.tasks[i];
+        let fin = place(&mut chip, p, t, i, b, ready, &mut out);
+        done[i] = done[i].max(fin);
+        blocks_left[i] -= 1;
+        if blocks_left[i] == 0 {
+            finished.push(i);
+        }
+        // Tasks without blocks finish at once.
+        while let Some(f) = finished.pop() {
+            for &s in &succs[f] {
+                ready_at[s] = ready_at[s].max(done[f] + p.release_latency_cycles);
+                fanin[s] -= 1;
+                if fanin[s] == 0 {
+                    if g.tasks[s].blocks.is_empty() {
+                        done[s] = ready_at[s];
+                        finished.push(s);
+                    } else {
+                        release(s, &mut heap, ready_at[s]);
+                    }
+                }
+            }
+        }
+    }
+    out.makespan = out.dispatches.iter().map(|d| d.end).max().unwrap_or(0);
+    out
+}
+
+/// Place block `b` of task `t` (index `i`); returns when it is seen finished.
+fn place(
+    chip: &mut Chip,
+    p: &ChipParams,
+    t: &GraphTask,
+    i: usize,
+    b: u32,
+    ready: u64,
+    out: &mut Prediction,
+) -> u64 {
+    let cands = chip.candidates(t.shape);
+    let Some((cluster, cores, d)) = cands
+        .into_iter()
+        .map(|(c, cores)| {
+            let d = chip.earliest(ready, c, &cores);
+            (c, cores, d)
+        })
+        .min_by_key(|x| (x.2, x.1[0]))
+    else {
+        return ready;
+    };
+    let s = cluster % chip.scheds;
+    let handoff = d + p.sched_dispatch_cycles.max(1);
+    chip.sched_free[s as usize] = handoff;
+    let start = handoff + p.dispatch_latency_cycles;
+    let members = &t.blocks[b as usize];
+    let mut hold = start;
+    let mut fin = start;
+    for m in members {
+        let core = match t.shape {
+            TaskShape::Mix => core_id(chip.shape.clusters, cluster, m.subtask),
+            _ => cores[0],
+        };
+        let end = start + m.cost.cycles;
+        hold = hold.max(end);
+        fin = fin.max(end + p.finish_latency_cycles);
+        let reg = chip.regs[core as usize];
+        chip.regs[core as usize] += 1;
+        out.dispatches.push(Placed {
+            task: i,
+            block: b,
+            member: *m,
+            core,
+            sched: s,
+            reg,
+            dispatch: handoff,
+            start,
+            end,
+            finish: end + p.finish_latency_cycles,
+        });
+    }
+    // The block holds every core it took (a MIX block: the whole cluster)
+    // until its slowest member ends.
+    for &c in &cores {
+        chip.core_free[c as usize] = hold;
+    }
+    fin
+}
+
+/// Longest path by [`GraphTask::min_cycles`]: no placement can beat it.
+/// Tasks on a cycle (a corrupt file) are left out.
+pub fn static_critical_path(g: &Graph) -> u64 {
+    let n = g.tasks.len();
+    let mut succs: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut fanin = vec![0usize; n];
+    for &(a, b) in &g.edges {
+        if a < n && b < n && a != b {
+            succs[a].push(b);
+            fanin[b] += 1;
+        }
+    }
+    // Kahn's order: `before[i]` is final when `i` is taken.
+    let mut before = vec![0u64; n];
+    let mut stack: Vec<usize> = (0..n).filter(|&i| fanin[i] == 0).collect();
+    let mut best = 0;
+    while let Some(i) = stack.pop() {
+        let through = before[i] + g.tasks[i].min_cycles();
+        best = best.max(through);
+        for &s in &succs[i] {
+            before[s] = before[s].max(through);
+            fanin[s] -= 1;
+            if fanin[s] == 0 {
+                stack.push(s);
+            }
+        }
+    }
+    best
+}

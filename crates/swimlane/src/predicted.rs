@@ -1,0 +1,208 @@
+//! From a recorded run to its predicted timeline and back to files: the
+//! graph with each dispatch's pipe-model cost ([`graph_of`]), the placed
+//! dispatches as a records file ([`records_of`]), `pmu.csv` ([`write_pmu`])
+//! and the bottleneck pipe per func ([`bottlenecks`]).
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{self, Write};
+use std::sync::Arc;
+
+use simpler_core::topology::Subtask;
+use simpler_format::{
+    hex::Hex64,
+    swimlane::{
+        pmu_header, AicoreRow, AicpuRow, Metadata, Records, PMU_EVENT_SET, SWIMLANE_SCHEMA_VERSION,
+    },
+};
+use simpler_isa::Pipe;
+use simpler_replay::{simulate_core, TimingParams};
+use simpler_runtime::{
+    swimlane::{CostFn, DispatchCost},
+    SwimlaneLog,
+};
+
+use crate::predict::{Graph, GraphTask, Member, Prediction, TaskShape};
+
+/// The cost function `--predict` hands the runtime: each dispatch's
+/// recorded instructions through the pipe model (`simulate_core`), the
+/// same model `insight-trace` replays with.
+pub fn pipe_cost(params: TimingParams) -> CostFn {
+    Arc::new(move |records| {
+        let t = simulate_core(&params, records);
+        DispatchCost {
+            cycles: t.total_cycles,
+            busy: Pipe::ALL.map(|p| t.busy.get(p)),
+            instructions: records.len() as u64,
+        }
+    })
+}
+
+/// The graph of a recorded run, each member with its recorded cost.
+/// Returns the graph and how many dispatches had no cost (the run
+/// stopped before they finished: they count as 0 cycles).
+pub fn graph_of(log: &SwimlaneLog) -> (Graph, u64) {
+    // (task, block, member slot) → cost; AIV-only tasks use slot 1 whatever
+    // vector core ran them.
+    let mut costs: HashMap<(u64, u32, usize), DispatchCost> = HashMap::new();
+    for d in &log.dispatches {
+        if let Some(c) = d.cost {
+            costs.insert((d.task_id.0, d.block, d.subtask.id() as usize), c);
+            if d.subtask == Subtask::Aiv1 {
+                costs.entry((d.task_id.0, d.block, 1)).or_insert(c);
+            }
+        }
+    }
+    let mut missing = 0;
+    let mut index: HashMap<u64, usize> = HashMap::new();
+    let mut tasks = Vec::with_capacity(log.tasks.len());
+    for (i, t) in log.tasks.iter().enumerate() {
+        index.insert(t.task_id.0, i);
+        let active: Vec<(usize, u32)> = t
+            .kernel_ids
+            .iter()
+            .enumerate()
+            .filter_map(|(s, k)| Some((s, (*k)?)))
+            .collect();
+        let shape = match (active.len(), active.first()) {
+            (1, Some((0, _))) => TaskShape::Aic,
+            (1, _) => TaskShape::Aiv,
+            _ => TaskShape::Mix,
+        };
+        let blocks = (0..t.block_num)
+            .map(|b| {
+                active
+                    .iter()
+                    .map(|&(s, func)| {
+                        let cost = costs.get(&(t.task_id.0, b, s)).copied();
+                        missing += u64::from(cost.is_none());
+                        Member {
+                            subtask: Subtask::ALL[s],
+                            func,
+                            cost: cost.unwrap_or_default(),
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        tasks.push(GraphTask {
+            id: t.task_id.0,
+            shape,
+            blocks,
+        });
+    }
+    let edges = log
+        .edges
+        .iter()
+        .filter_map(|e| Some((*index.get(&e.pred.0)?, *index.get(&e.succ.0)?)))
+        .collect();
+    (Graph { tasks, edges }, missing)
+}
+
+/// The predicted timeline as a level-2 records file at `clock_hz`.
+pub fn records_of(g: &Graph, p: &Prediction, clusters: u32, clock_hz: u64) -> Records {
+    Records {
+        schema_version: Some(SWIMLANE_SCHEMA_VERSION),
+        chip_swimlane_level: 2,
+        metadata: Metadata {
+            clock_freq_hz: clock_hz,
+            num_cores: 3 * clusters,
+            core_types: crate::record::core_types(clusters),
+            core_to_thread: Vec::new(),
+        },
+        aicore_tasks: p
+            .dispatches
+            .iter()
+            .map(|d| AicoreRow {
+                core_id: d.core,
+                task_id: g.tasks[d.task].id,
+                reg_task_id: d.reg,
+                start: d.start,
+                end: d.end,
+                receive_to_start: d.start - d.dispatch,
+            })
+            .collect(),
+        aicpu_tasks: p
+            .dispatches
+            .iter()
+            .map(|d| AicpuRow {
+                core_id: d.core,
+                reg_task_id: d.reg,
+                dispatch: d.dispatch,
+                finish: d.finish,
+            })
+            .collect(),
+        aicpu_scheduler_phases: Vec::new(),
+        aicpu_orchestrator_phases: Vec::new(),
+    }
+}
+
+/// `pmu.csv`: one row per task and core (blocks of a task on one core
+/// summed): total cycles and busy cycles per pipe.
+///
+/// # Errors
+/// Write failures.
+pub fn write_pmu(g: &Graph, p: &Prediction, w: &mut dyn Write) -> io::Result<()> {
+    writeln!(w, "{}", pmu_header())?;
+    let mut rows: BTreeMap<(usize, u32), (u32, u32, DispatchCost)> = BTreeMap::new();
+    for d in &p.dispatches {
+        let r = rows.entry((d.task, d.core)).or_insert((
+            d.sched,
+            d.member.func,
+            DispatchCost::default(),
+        ));
+        r.2.cycles += d.member.cost.cycles;
+        for (a, b) in r.2.busy.iter_mut().zip(d.member.cost.busy) {
+            *a += b;
+        }
+    }
+    for ((task, core), (sched, func, cost)) in rows {
+        let aiv = u8::from(
+            g.tasks[task].blocks[0]
+                .first()
+                .is_some_and(|m| m.subtask != Subtask::Aic),
+        );
+        let core_type = match g.tasks[task].shape {
+            TaskShape::Mix => u8::from(
+                p.dispatches
+                    .iter()
+                    .any(|d| d.core == core && d.member.subtask != Subtask::Aic),
+            ),
+            _ => aiv,
+        };
+        write!(
+            w,
+            "{sched},{core},{},{func},{core_type},{}",
+            Hex64(g.tasks[task].id),
+            cost.cycles
+        )?;
+        for b in cost.busy {
+            write!(w, ",{b}")?;
+        }
+        writeln!(w, ",{PMU_EVENT_SET}")?;
+    }
+    Ok(())
+}
+
+/// The busiest pipe of each func over all its dispatches: `(func, pipe,
+/// busy cycles, share of the func's kernel cycles)`.
+pub fn bottlenecks(p: &Prediction) -> Vec<(u32, Pipe, u64, f64)> {
+    let mut per: BTreeMap<u32, ([u64; 7], u64)> = BTreeMap::new();
+    for d in &p.dispatches {
+        let e = per.entry(d.member.func).or_default();
+        for (a, b) in e.0.iter_mut().zip(d.member.cost.busy) {
+            *a += b;
+        }
+        e.1 += d.member.cost.cycles;
+    }
+    per.into_iter()
+        .filter_map(|(f, (busy, total))| {
+            let (i, &b) = busy
+                .iter()
+                .enumerate()
+                .max_by_key(|&(i, b)| (*b, Reverse(i)))?;
+            (b > 0).then(|| (f, Pipe::ALL[i], b, b as f64 / total.max(1) as f64))
+        })
+        .collect()
+}
+
+use std::cmp::Reverse;

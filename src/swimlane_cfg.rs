@@ -1,0 +1,126 @@
+//! `run --swimlane [LEVEL] --predict`: turning the flags into a recording
+//! configuration, and writing the recorded run's files into its run
+//! directory (DESIGN §12).
+
+use std::io::{self, Write};
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use simpler_runtime::{Runtime, RuntimeConfig, SwimlaneConfig};
+use simpler_swimlane::predict::{ChipParams, ChipShape};
+
+/// Run timeline flags of `simpler run`.
+#[derive(Debug, Clone, Args)]
+pub struct TimelineArgs {
+    /// Record the run timeline and write the swimlane files into the run
+    /// directory: 1 core start/end, 2 + scheduler dispatch/finish, 3 +
+    /// scheduler loop phases, 4 (the value when the flag is given bare) +
+    /// orchestrator submits.
+    #[arg(long, value_name = "LEVEL", num_args = 0..=1, default_missing_value = "4")]
+    pub swimlane: Option<i64>,
+    /// Time every dispatch on the pipe model and place it on a model of
+    /// the chip: writes `predicted/` (records, Perfetto trace, pmu.csv)
+    /// and prints the predicted makespan, critical path and bottleneck
+    /// pipe per func. Records at level 2 unless --swimlane says more.
+    #[arg(long)]
+    pub predict: bool,
+}
+
+/// Validate the flags and put the recording into `cfg`; `true` when
+/// something is recorded.
+pub fn configure(a: &TimelineArgs, cfg: &mut RuntimeConfig) -> Result<bool> {
+    let level = match (a.swimlane, a.predict) {
+        (None, false) => return Ok(false),
+        (None, true) => 2,
+        (Some(l @ 1..=4), _) => l as u8,
+        (Some(l), _) => bail!("--swimlane {l}: expected a level in 1..=4 (bare flag: 4)"),
+    };
+    let cost = a.predict.then(|| {
+        simpler_swimlane::predicted::pipe_cost(simpler_replay::TimingParams::for_arch(&cfg.arch))
+    });
+    cfg.swimlane = Some(SwimlaneConfig { level, cost });
+    Ok(true)
+}
+
+/// The dump's durable writer: temporary files and created folders are
+/// removed on a signal.
+struct DurableSink;
+
+impl simpler_swimlane::Sink for DurableSink {
+    fn write(
+        &self,
+        path: &Path,
+        body: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>,
+    ) -> io::Result<()> {
+        simpler_dump::durable::write_atomic(path, |w| body(w)).map_err(|e| match e {
+            simpler_dump::DumpError::Io { path, source } => {
+                io::Error::new(source.kind(), format!("{path}: {source}"))
+            }
+            other => io::Error::other(other.to_string()),
+        })
+    }
+
+    fn create_dir(&self, path: &Path) -> io::Result<()> {
+        simpler_dump::durable::create_dir(path)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+        simpler_dump::durable::keep_dir(path);
+        Ok(())
+    }
+}
+
+/// Write what `rt`'s last run recorded into `run_dir` and say what was
+/// written (on stdout, or stderr after a failed run).
+pub fn write(
+    rt: &Runtime,
+    cfg: &RuntimeConfig,
+    run_dir: &Path,
+    workload: &str,
+    case: &str,
+    predict: bool,
+    failed: bool,
+) -> Result<()> {
+    let Some(log) = rt.take_swimlane() else {
+        return Ok(());
+    };
+    let say = |s: String| match failed {
+        true => eprint!("{s}"),
+        false => print!("{s}"),
+    };
+    let started = Instant::now();
+    let shape = ChipShape {
+        clusters: cfg.clusters,
+        sched_threads: cfg.sched_threads,
+        clock_hz: u64::from(cfg.arch.clock_mhz) * 1_000_000,
+    };
+    let predict = predict.then(|| (shape, ChipParams::default()));
+    let summary = simpler_swimlane::write_run(run_dir, &log, workload, case, predict, &DurableSink)
+        .context("cannot write the swimlane files")?;
+    say(format!(
+        "swimlane (level {}): {} dispatches, {} tasks, {} edges -> {}\n",
+        log.level,
+        log.dispatches.len(),
+        log.tasks.len(),
+        log.edges.len(),
+        run_dir
+            .join(simpler_format::swimlane::RECORDS_FILE)
+            .display()
+    ));
+    if let Some(p) = summary {
+        say(simpler_swimlane::report::render_prediction(
+            &p,
+            cfg.arch.name,
+            cfg.clusters,
+            10,
+        ));
+        say(format!(
+            "prediction: {:.3} s (graph, placement, files) -> {}\n",
+            started.elapsed().as_secs_f64(),
+            run_dir
+                .join(simpler_format::swimlane::PREDICTED_DIR)
+                .display()
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,110 @@
+//! `simpler swimlane [RUN]`: read a run's swimlane files and print where
+//! its time went; `--check` tests them against the upstream tools'
+//! requirements.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use simpler_format::swimlane::{PERFETTO_FILE, RECORDS_FILE};
+
+/// `simpler swimlane`.
+#[derive(Debug, Args)]
+pub struct SwimlaneArgs {
+    /// Run directory, or any folder holding `chip_swimlane_records.json`
+    /// (such as `RUN/predicted`). Default: the newest `outputs/*` that
+    /// has one.
+    pub run: Option<PathBuf>,
+    /// Critical path links listed.
+    #[arg(long, default_value_t = 20)]
+    pub top: usize,
+    /// Check the folder as the upstream tools read it (column counts,
+    /// decimal ids, join keys, name map) and the Perfetto trace for
+    /// overlapping slices; exit 1 on any problem.
+    #[arg(long)]
+    pub check: bool,
+}
+
+/// The newest `outputs/*/` holding a records file.
+fn newest(root: &Path) -> Result<PathBuf> {
+    let mut best: Option<(std::time::SystemTime, PathBuf)> = None;
+    let entries = std::fs::read_dir(root)
+        .with_context(|| format!("no RUN given and cannot list {}", root.display()))?;
+    for e in entries.flatten() {
+        let p = e.path().join(RECORDS_FILE);
+        if let Ok(m) = std::fs::metadata(&p).and_then(|m| m.modified()) {
+            if best.as_ref().is_none_or(|(t, _)| m > *t) {
+                best = Some((m, e.path()));
+            }
+        }
+    }
+    match best {
+        Some((_, p)) => {
+            println!("Using latest swimlane directory: {}", p.display());
+            Ok(p)
+        }
+        None => bail!(
+            "no RUN given and no {}/*/{RECORDS_FILE}: run with --swimlane first",
+            root.display()
+        ),
+    }
+}
+
+/// Print the report (exit 0), or the check's verdict (exit 1 on problems).
+pub fn swimlane(a: &SwimlaneArgs) -> Result<ExitCode> {
+    let dir = match &a.run {
+        Some(d) if d.is_dir() => d.clone(),
+        Some(d) if d.file_name().is_some_and(|n| n == RECORDS_FILE) => {
+            d.parent().map(Path::to_path_buf).unwrap_or_default()
+        }
+        Some(d) => bail!(
+            "{}: not a directory; expected a run directory holding {RECORDS_FILE}",
+            d.display()
+        ),
+        None => newest(Path::new("outputs"))?,
+    };
+    if a.check {
+        return check(&dir);
+    }
+    let files = simpler_swimlane::RunFiles::load(&dir)?;
+    print!(
+        "{}",
+        simpler_swimlane::report::render(&files.timeline(), a.top)
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn check(dir: &Path) -> Result<ExitCode> {
+    let mut bad = 0;
+    match simpler_swimlane::check::check_dir(dir) {
+        Ok(n) => println!(
+            "upstream tools: OK ({} dispatches, {} tasks, {} edges; pop hit {} miss {}; {} loop iterations; {} submits)",
+            n.dispatches, n.tasks, n.edges, n.pop_hit, n.pop_miss, n.loop_iters, n.submits
+        ),
+        Err(errs) => {
+            bad += errs.len();
+            for e in errs.iter().take(50) {
+                println!("FAIL {e}");
+            }
+        }
+    }
+    let trace = dir.join(PERFETTO_FILE);
+    let text = std::fs::read(&trace).with_context(|| format!("cannot read {}", trace.display()))?;
+    match simpler_swimlane::check::check_perfetto(&text) {
+        Ok(s) => println!(
+            "{PERFETTO_FILE}: OK ({} slices on {} tracks, none overlapping; {} flow arrows)",
+            s.slices, s.tracks, s.flows
+        ),
+        Err(errs) => {
+            bad += errs.len();
+            for e in errs.iter().take(50) {
+                println!("FAIL {PERFETTO_FILE}: {e}");
+            }
+        }
+    }
+    Ok(match bad {
+        0 => ExitCode::SUCCESS,
+        _ => ExitCode::from(1),
+    })
+}
