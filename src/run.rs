@@ -36,7 +36,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
             d.path(),
             w.name(),
             case,
-            a.timeline.predict,
+            (a.timeline.swimlane.is_some(), a.timeline.predict),
             failed,
         ),
         None => Ok(()),

@@ -23,7 +23,8 @@ pub struct TimelineArgs {
     /// Time every dispatch on the pipe model and place it on a model of
     /// the chip: writes `predicted/` (records, Perfetto trace, pmu.csv)
     /// and prints the predicted makespan, critical path and bottleneck
-    /// pipe per func. Records at level 2 unless --swimlane says more.
+    /// pipe per func. Records at level 2 unless --swimlane says more;
+    /// without --swimlane only `predicted/` is written.
     #[arg(long)]
     pub predict: bool,
 }
@@ -78,7 +79,7 @@ pub fn write(
     run_dir: &Path,
     workload: &str,
     case: &str,
-    predict: bool,
+    (observed, predict): (bool, bool),
     failed: bool,
 ) -> Result<()> {
     let Some(log) = rt.take_swimlane() else {
@@ -94,8 +95,11 @@ pub fn write(
         sched_threads: cfg.sched_threads,
         clock_hz: u64::from(cfg.arch.clock_mhz) * 1_000_000,
     };
-    let predict = predict.then(|| (shape, ChipParams::default()));
-    let summary = simpler_swimlane::write_run(run_dir, &log, workload, case, predict, &DurableSink)
+    let out = simpler_swimlane::Outputs {
+        observed,
+        predict: predict.then(|| (shape, ChipParams::default())),
+    };
+    let summary = simpler_swimlane::write_run(run_dir, &log, workload, case, out, &DurableSink)
         .context("cannot write the swimlane files")?;
     say(format!(
         "swimlane (level {}): {} dispatches, {} tasks, {} edges -> {}\n",

@@ -20,6 +20,7 @@
 //! Changing a struct here changes the file format: bump
 //! [`SWIMLANE_SCHEMA_VERSION`].
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -328,11 +329,11 @@ pub struct DepArg {
     pub idx: u32,
     /// Role: `input`, `output`, `inout`, `output_existing`, `no_dep`.
     #[serde(rename = "type")]
-    pub kind: String,
+    pub kind: Cow<'static, str>,
     /// The [`DepTensor`] it views.
     pub tensor_id: Dec64,
     /// UPPERCASE dtype name.
-    pub dtype: String,
+    pub dtype: Cow<'static, str>,
     /// Shape of the view.
     pub shape: Vec<u32>,
     /// First element of the view inside the buffer.
@@ -352,7 +353,7 @@ pub struct DepTensor {
     #[serde(default)]
     pub version: i64,
     /// UPPERCASE dtype name.
-    pub dtype: String,
+    pub dtype: Cow<'static, str>,
     /// Elements the buffer spans.
     pub buffer_numel: Dec64,
 }
@@ -378,14 +379,14 @@ pub struct DepEdge {
     #[serde(default)]
     pub arg: i64,
     /// `creator`, `tensormap` or `explicit` (see [`source`]).
-    pub source: String,
+    pub source: Cow<'static, str>,
     /// Bit 0: read-after-write, bit 1: write-after-write, bit 2:
     /// write-after-read.
     #[serde(default)]
     pub flags: u32,
     /// `full` when the producer's view covers the consumer's, else `partial`.
     #[serde(default)]
-    pub overlap: String,
+    pub overlap: Cow<'static, str>,
     /// The tensor the edge is about (absent for explicit edges).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tensor_id: Option<Dec64>,

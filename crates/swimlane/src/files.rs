@@ -107,23 +107,34 @@ impl RunFiles {
 }
 
 /// Where the files go: a durable writer (the whole file or nothing) and
-/// folder creation, so the caller's cleanup on signals knows both.
-pub trait Sink {
+/// folder creation, so the caller's cleanup on signals knows both. Files
+/// are written from two threads at once.
+pub trait Sink: Sync {
     /// Write `path` whole through `body`, or leave nothing.
     ///
     /// # Errors
     /// I/O failures, naming the file.
-    fn write(
-        &self,
-        path: &Path,
-        body: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>,
-    ) -> io::Result<()>;
+    fn write(&self, path: &Path, body: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>) -> io::Result<()>;
 
     /// Create the folder `path` (its parent exists).
     ///
     /// # Errors
     /// As `std::fs::create_dir`, naming the folder.
     fn create_dir(&self, path: &Path) -> io::Result<()>;
+
+    /// Make `to` a copy of the finished file `from`: a hard link when the
+    /// file system allows, else a durable copy.
+    ///
+    /// # Errors
+    /// I/O failures, naming the file.
+    fn link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        if std::fs::hard_link(from, to).is_ok() {
+            let dir = to.parent().unwrap_or(Path::new("."));
+            return std::fs::File::open(dir).and_then(|d| d.sync_all());
+        }
+        let bytes = std::fs::read(from).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", from.display())))?;
+        self.write(to, &mut |w| w.write_all(&bytes))
+    }
 }
 
 /// A [`Sink`] on plain files: `simpler_format`'s atomic writer.
@@ -131,25 +142,32 @@ pub trait Sink {
 pub struct PlainSink;
 
 impl Sink for PlainSink {
-    fn write(
-        &self,
-        path: &Path,
-        body: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>,
-    ) -> io::Result<()> {
+    fn write(&self, path: &Path, body: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>) -> io::Result<()> {
         simpler_format::durable::write_atomic(path, |w| body(w))
     }
 
     fn create_dir(&self, path: &Path) -> io::Result<()> {
-        std::fs::create_dir(path)
-            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))
+        std::fs::create_dir(path).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))
     }
 }
 
-fn json_to(v: &impl serde::Serialize) -> impl FnMut(&mut dyn Write) -> io::Result<()> + '_ {
+fn json_to(v: &(impl serde::Serialize + ?Sized)) -> impl FnMut(&mut dyn Write) -> io::Result<()> + '_ {
     move |w| {
-        serde_json::to_writer(&mut BufWriter::new(&mut *w), v).map_err(io::Error::other)?;
-        w.write_all(b"\n")
+        let mut b = BufWriter::with_capacity(1 << 16, &mut *w);
+        serde_json::to_writer(&mut b, v).map_err(io::Error::other)?;
+        b.write_all(b"\n")?;
+        b.flush()
     }
+}
+
+/// Write the trace of `t` on another thread while `rest` runs here.
+fn with_trace<R>(sink: &dyn Sink, path: &Path, t: &Timeline, rest: impl FnOnce() -> io::Result<R>) -> io::Result<R> {
+    std::thread::scope(|s| {
+        let trace = s.spawn(|| sink.write(path, &mut |w| crate::perfetto::write_perfetto(t, w)));
+        let r = rest();
+        let tr = trace.join().unwrap_or_else(|_| Err(io::Error::other("the trace writer panicked")));
+        tr.and(r)
+    })
 }
 
 /// What `--predict` printed and wrote.
@@ -169,32 +187,43 @@ pub struct PredictSummary {
     pub missing: u64,
 }
 
-/// Write a recorded run's files into `run_dir`: records, deps, name map
-/// and Perfetto trace; with `predict`, the `predicted/` folder too.
+/// What to write (see [`write_run`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Outputs {
+    /// The recorded timeline: records, deps, name map, Perfetto trace.
+    pub observed: bool,
+    /// The predicted timeline in `predicted/`, on this chip with these latencies.
+    pub predict: Option<(ChipShape, ChipParams)>,
+}
+
+/// Write a recorded run's files into `run_dir` (`observed`), and with
+/// `predict` the `predicted/` folder: records at the device clock, deps and
+/// name map (linked to the observed ones when written), Perfetto trace and
+/// `pmu.csv`. Independent files are written two at a time.
 ///
 /// # Errors
-/// Write failures, naming the file (from `write`).
+/// Write failures, naming the file (from `sink`).
 pub fn write_run(
     run_dir: &Path,
     log: &SwimlaneLog,
     workload: &str,
     case: &str,
-    predict: Option<(ChipShape, ChipParams)>,
+    out: Outputs,
     sink: &dyn Sink,
 ) -> io::Result<Option<PredictSummary>> {
-    let write = |p: &Path, b: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>| sink.write(p, b);
-    let records = crate::record::records(log);
     let deps = crate::record::deps(log);
     let names = crate::record::name_map(log, workload, case);
     let map_name = name_map_file(workload, case);
-    write(&run_dir.join(RECORDS_FILE), &mut json_to(&records))?;
-    write(&run_dir.join(DEPS_FILE), &mut json_to(&deps))?;
-    write(&run_dir.join(&map_name), &mut json_to(&names))?;
-    let t = Timeline::from_files(&records, Some(&deps), Some(&names));
-    write(&run_dir.join(PERFETTO_FILE), &mut |w| {
-        crate::perfetto::write_perfetto(&t, w)
-    })?;
-    let Some((shape, params)) = predict else {
+    if out.observed {
+        let records = crate::record::records(log);
+        let t = Timeline::from_files(&records, Some(&deps), Some(&names));
+        with_trace(sink, &run_dir.join(PERFETTO_FILE), &t, || {
+            sink.write(&run_dir.join(RECORDS_FILE), &mut json_to(&records))?;
+            sink.write(&run_dir.join(DEPS_FILE), &mut json_to(&deps))?;
+            sink.write(&run_dir.join(&map_name), &mut json_to(&names))
+        })?;
+    }
+    let Some((shape, params)) = out.predict else {
         return Ok(None);
     };
     let dir = run_dir.join(PREDICTED_DIR);
@@ -202,15 +231,17 @@ pub fn write_run(
     let (g, missing) = crate::predicted::graph_of(log);
     let p = crate::predict::predict(&g, shape, &params);
     let precs = crate::predicted::records_of(&g, &p, shape.clusters, shape.clock_hz);
-    write(&dir.join(RECORDS_FILE), &mut json_to(&precs))?;
-    write(&dir.join(DEPS_FILE), &mut json_to(&deps))?;
-    write(&dir.join(&map_name), &mut json_to(&names))?;
     let pt = Timeline::from_files(&precs, Some(&deps), Some(&names));
-    write(&dir.join(PERFETTO_FILE), &mut |w| {
-        crate::perfetto::write_perfetto(&pt, w)
-    })?;
-    write(&dir.join(PMU_FILE), &mut |w| {
-        crate::predicted::write_pmu(&g, &p, w)
+    with_trace(sink, &dir.join(PERFETTO_FILE), &pt, || {
+        sink.write(&dir.join(RECORDS_FILE), &mut json_to(&precs))?;
+        sink.write(&dir.join(PMU_FILE), &mut |w| crate::predicted::write_pmu(&g, &p, w))?;
+        for (name, v) in [(DEPS_FILE, &deps as &dyn erased::Ser), (map_name.as_str(), &names)] {
+            match out.observed {
+                true => sink.link(&run_dir.join(name), &dir.join(name))?,
+                false => sink.write(&dir.join(name), &mut |w| v.to(w))?,
+            }
+        }
+        Ok(())
     })?;
     Ok(Some(PredictSummary {
         makespan: p.makespan,
@@ -220,4 +251,19 @@ pub fn write_run(
         bottlenecks: crate::predicted::bottlenecks(&p),
         missing,
     }))
+}
+
+/// Serializing two different types through one loop.
+mod erased {
+    use std::io::{self, Write};
+
+    pub trait Ser {
+        fn to(&self, w: &mut dyn Write) -> io::Result<()>;
+    }
+
+    impl<T: serde::Serialize> Ser for T {
+        fn to(&self, w: &mut dyn Write) -> io::Result<()> {
+            super::json_to(self)(w)
+        }
+    }
 }

@@ -47,5 +47,5 @@ pub mod record;
 pub mod report;
 pub mod table;
 
-pub use files::{write_run, LoadError, PlainSink, PredictSummary, RunFiles, Sink};
+pub use files::{write_run, LoadError, Outputs, PlainSink, PredictSummary, RunFiles, Sink};
 pub use model::Timeline;

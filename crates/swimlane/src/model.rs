@@ -131,7 +131,7 @@ impl Timeline {
                 .map(|e| Edge {
                     pred: e.pred.0,
                     succ: e.succ.0,
-                    source: e.source.clone(),
+                    source: e.source.to_string(),
                 })
                 .collect();
         }

@@ -16,7 +16,6 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 
 use serde::Serialize;
-use serde_json::{json, Value};
 
 use crate::model::{task_label, Timeline};
 
@@ -48,8 +47,48 @@ struct Event<'a> {
     id: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     bp: Option<&'a str>,
-    #[serde(skip_serializing_if = "Value::is_null")]
-    args: Value,
+    #[serde(skip_serializing_if = "Args::is_none")]
+    args: Args<'a>,
+}
+
+/// Slice and metadata arguments, typed (no JSON value per slice).
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+enum Args<'a> {
+    None,
+    Name {
+        name: &'a str,
+    },
+    Sort {
+        sort_index: u32,
+    },
+    Dispatch {
+        #[serde(rename = "taskId")]
+        task_id: String,
+        core_id: u32,
+        reg_task_id: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        dispatch_to_finish_us: Option<f64>,
+    },
+    Phase {
+        loop_iter: u64,
+        tasks_processed: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pop_hit: Option<u64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pop_miss: Option<u64>,
+    },
+    Submit {
+        submit_idx: u64,
+        #[serde(rename = "taskId")]
+        task_id: String,
+    },
+}
+
+impl Args<'_> {
+    fn is_none(&self) -> bool {
+        matches!(self, Args::None)
+    }
 }
 
 /// A slice before lane packing.
@@ -57,7 +96,7 @@ struct Slice {
     name: String,
     start: u64,
     end: u64,
-    args: Value,
+    args: Args<'static>,
     /// Index of the dispatch it shows, for flow arrows.
     dispatch: Option<usize>,
 }
@@ -108,11 +147,15 @@ fn core_tracks(t: &Timeline) -> Vec<Track> {
         let Some(track) = tracks.get_mut(d.core as usize) else {
             continue;
         };
-        let mut args =
-            json!({"taskId": d.task.to_string(), "core_id": d.core, "reg_task_id": d.reg});
-        if let (Some(disp), Some(fin)) = (d.dispatch, d.finish) {
-            args["dispatch_to_finish_us"] = json!(t.us(fin.saturating_sub(disp)));
-        }
+        let args = Args::Dispatch {
+            task_id: d.task.to_string(),
+            core_id: d.core,
+            reg_task_id: d.reg,
+            dispatch_to_finish_us: match (d.dispatch, d.finish) {
+                (Some(disp), Some(fin)) => Some(t.us(fin.saturating_sub(disp))),
+                _ => None,
+            },
+        };
         track.slices.push(Slice {
             name: format!("{}({})", t.func_name(d.func), task_label(d.task)),
             start: d.start,
@@ -139,8 +182,12 @@ fn aicpu_tracks(t: &Timeline) -> Vec<Track> {
                     name: p.kind.clone(),
                     start: p.start_cycles,
                     end: p.end_cycles,
-                    args: json!({"loop_iter": p.loop_iter, "tasks_processed": p.tasks_processed,
-                        "pop_hit": p.pop_hit, "pop_miss": p.pop_miss}),
+                    args: Args::Phase {
+                        loop_iter: p.loop_iter,
+                        tasks_processed: p.tasks_processed,
+                        pop_hit: p.pop_hit,
+                        pop_miss: p.pop_miss,
+                    },
                     dispatch: None,
                 })
                 .collect(),
@@ -158,7 +205,10 @@ fn aicpu_tracks(t: &Timeline) -> Vec<Track> {
                     name: format!("submit({})", task_label(s.task_id.0)),
                     start: s.start_cycles,
                     end: s.end_cycles,
-                    args: json!({"submit_idx": s.submit_idx, "taskId": s.task_id.0.to_string()}),
+                    args: Args::Submit {
+                        submit_idx: s.submit_idx,
+                        task_id: s.task_id.0.to_string(),
+                    },
                     dispatch: None,
                 })
                 .collect(),
@@ -173,7 +223,7 @@ fn emit(w: &mut dyn Write, first: &mut bool, e: &Event<'_>) -> io::Result<()> {
     serde_json::to_writer(&mut *w, e).map_err(io::Error::other)
 }
 
-fn meta<'a>(name: &'a str, pid: u32, tid: u32, args: Value) -> Event<'a> {
+fn meta<'a>(name: &'a str, pid: u32, tid: u32, args: Args<'a>) -> Event<'a> {
     Event {
         name,
         ph: "M",
@@ -193,6 +243,12 @@ fn meta<'a>(name: &'a str, pid: u32, tid: u32, args: Value) -> Event<'a> {
 /// # Errors
 /// Write failures.
 pub fn write_perfetto(t: &Timeline, w: &mut dyn Write) -> io::Result<()> {
+    let mut b = io::BufWriter::with_capacity(1 << 16, w);
+    write_events(t, &mut b)?;
+    b.flush()
+}
+
+fn write_events(t: &Timeline, w: &mut dyn Write) -> io::Result<()> {
     let t0 = t.t0();
     let us = |c: u64| t.us(c.saturating_sub(t0));
     let mut tracks = core_tracks(t);
@@ -207,12 +263,12 @@ pub fn write_perfetto(t: &Timeline, w: &mut dyn Write) -> io::Result<()> {
         emit(
             w,
             &mut first,
-            &meta("process_name", pid, 0, json!({"name": name})),
+            &meta("process_name", pid, 0, Args::Name { name }),
         )?;
         emit(
             w,
             &mut first,
-            &meta("process_sort_index", pid, 0, json!({"sort_index": pid})),
+            &meta("process_sort_index", pid, 0, Args::Sort { sort_index: pid }),
         )?;
     }
     // Where each dispatch's slice landed, for the flows.
@@ -229,12 +285,12 @@ pub fn write_perfetto(t: &Timeline, w: &mut dyn Write) -> io::Result<()> {
             emit(
                 w,
                 &mut first,
-                &meta("thread_name", tr.pid, tid, json!({"name": name})),
+                &meta("thread_name", tr.pid, tid, Args::Name { name: &name }),
             )?;
             emit(
                 w,
                 &mut first,
-                &meta("thread_sort_index", tr.pid, tid, json!({"sort_index": tid})),
+                &meta("thread_sort_index", tr.pid, tid, Args::Sort { sort_index: tid }),
             )?;
         }
         for (s, &lane) in tr.slices.iter().zip(&lanes) {
@@ -303,7 +359,7 @@ fn write_flows(
                 cat: Some(e.source.as_str()),
                 id: Some(n as u64),
                 bp,
-                args: Value::Null,
+                args: Args::None,
             };
             emit(w, first, &ev)?;
         }

@@ -1,6 +1,7 @@
 //! A run's recording ([`SwimlaneLog`]) as the three upstream files:
 //! `chip_swimlane_records.json`, `deps.json` and the name map.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
 use simpler_core::{topology, ArgRole, ChipTensor};
@@ -144,7 +145,7 @@ impl TensorIds {
             tensor_id: Dec64(id),
             buffer_addr: Dec64(d.addr),
             version: i64::from(d.version),
-            dtype: d.dtype.name().into(),
+            dtype: Cow::Borrowed(d.dtype.name()),
             buffer_numel: Dec64(d.size / elem),
         });
         self.ids.insert(key, id);
@@ -152,8 +153,8 @@ impl TensorIds {
     }
 }
 
-fn role_name(r: ArgRole) -> String {
-    simpler_format::vocab::role_name(r).into()
+fn role_name(r: ArgRole) -> Cow<'static, str> {
+    Cow::Borrowed(simpler_format::vocab::role_name(r))
 }
 
 fn dims(d: &ChipTensor) -> (Vec<u32>, Vec<u32>) {
@@ -177,7 +178,7 @@ fn dep_task(t: &TaskRecord, ids: &mut TensorIds) -> DepTask {
                     idx: i as u32,
                     kind: role_name(*role),
                     tensor_id: Dec64(ids.id(d)),
-                    dtype: d.dtype.name().into(),
+                    dtype: Cow::Borrowed(d.dtype.name()),
                     shape,
                     start_offset: Dec64(d.start_offset),
                     strides,
@@ -227,7 +228,7 @@ pub fn deps(log: &SwimlaneLog) -> Deps {
                 }
                 .into(),
                 flags: e.flags,
-                overlap: overlap.into(),
+                overlap: Cow::Borrowed(overlap),
                 tensor_id: consumer.map(|c| Dec64(ids.id(&c.1))),
                 consumer_shape: cs,
                 consumer_start_offset: co,

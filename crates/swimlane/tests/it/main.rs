@@ -1,1 +1,7 @@
-//! Integration tests of `simpler-swimlane`.
+//! Integration tests of `simpler-swimlane`, one binary, modules by topic.
+
+mod analysis;
+mod checker;
+mod predict_props;
+mod recording;
+mod synth;

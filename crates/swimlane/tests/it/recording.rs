@@ -1,0 +1,155 @@
+//! The runtime's recording on real runs: edges with their sources (also to
+//! producers that finished before their consumer was submitted), the four
+//! times of each dispatch, levels, and the per-dispatch pipe-model cost.
+
+use std::sync::Arc;
+
+use simpler_chip::{ArchProfile, BufKind, Gm};
+use simpler_core::{topology::CoreType, DType, TaskId};
+use simpler_isa::{Args, Core, KResult};
+use simpler_replay::{simulate_core, TimingParams};
+use simpler_runtime::{
+    swimlane::{EdgeSource, SwimlaneLog},
+    KernelDef, Kernels, OrchArgs, Runtime, RuntimeConfig, SwimlaneConfig, TaskArgs, TensorInfo,
+};
+
+/// out = in + s on one 4×8 f32 tile (slots: 0 in, 1 out, 2 s).
+fn add_scalar(core: &mut Core, args: &Args) -> KResult<()> {
+    let (x, out, s) = (args.tensor(0)?, args.tensor(1)?, args.scalar_f32(2)?);
+    let t = core.alloc_tile(BufKind::Ub, 4, 8, DType::Float32)?;
+    core.tload(t, &x)?;
+    core.tadds(t, t, s)?;
+    core.texp(t, t)?;
+    core.tstore(&out, t)
+}
+
+/// x += s in place (slots: 0 inout, 1 s) — reads slot 0 as its input too.
+fn bump(core: &mut Core, args: &Args) -> KResult<()> {
+    let (x, s) = (args.tensor(0)?, args.scalar_f32(1)?);
+    let t = core.alloc_tile(BufKind::Ub, 4, 8, DType::Float32)?;
+    core.tload(t, &x)?;
+    core.tadds(t, t, s)?;
+    core.tstore(&x, t)
+}
+
+fn runtime(swimlane: Option<SwimlaneConfig>) -> Runtime {
+    let cfg = RuntimeConfig { clusters: 2, sched_threads: 2, gm_bytes: 1 << 22, swimlane, ..Default::default() };
+    Runtime::new(cfg, vec![
+        KernelDef::new(0, "add_scalar", CoreType::Aiv, add_scalar),
+        KernelDef::new(1, "bump", CoreType::Aiv, bump),
+    ]).unwrap()
+}
+
+const SHAPE: [u32; 2] = [4, 8];
+
+/// Returns the per-task `Submitted::deps`, the output bits, and the log.
+fn run(level: u8, predict: bool) -> (Vec<(TaskId, Vec<TaskId>)>, Vec<u32>, Option<SwimlaneLog>) {
+    let cost = predict.then(|| simpler_swimlane::predicted::pipe_cost(TimingParams::a2a3()));
+    let rt = runtime((level > 0).then(|| SwimlaneConfig { level, cost }));
+    let a = rt.upload_pod(&[0.5f32; 32], &SHAPE, DType::Float32).unwrap();
+    let y = rt.alloc_tensor(&SHAPE, DType::Float32).unwrap();
+    let out = rt.alloc_tensor(&SHAPE, DType::Float32).unwrap();
+    let mut subs = Vec::new();
+    rt.run(&OrchArgs::new().tensor(a).inout(y).output(out), |o, args| {
+        let (a, y, out) = (args.tensor_at(0)?, args.tensor_at(1)?, args.tensor_at(2)?);
+        let info = TensorInfo::new(&SHAPE, DType::Float32);
+        let t1 = o.submit(Kernels::Aiv(0), TaskArgs::new().input(&a).output(info.clone()).scalar_f32(1.0))?;
+        let t2 = o.submit(Kernels::Aiv(0), TaskArgs::new().input(&t1.outputs[0]).output_existing(&y).scalar_f32(2.0))?;
+        let t3 = o.submit(Kernels::Aiv(1), TaskArgs::new().inout(&y).scalar_f32(3.0))?;
+        // Wait until t3 finished: the next reader of y needs no wait in
+        // the run, but the graph still has the edge.
+        o.read_scalar(&y, 0)?;
+        let t4 = o.submit(Kernels::Aiv(0), TaskArgs::new().input(&y).output_existing(&out).scalar_f32(0.0).after(t1.task_id))?;
+        for s in [t1, t2, t3, t4] {
+            subs.push((s.task_id, s.deps));
+        }
+        Ok(())
+    }).unwrap();
+    let bits = rt.download_pod::<f32>(&out).unwrap().iter().map(|v| v.to_bits()).collect();
+    (subs, bits, rt.take_swimlane())
+}
+
+#[test]
+fn recorded_edges_are_the_whole_graph_with_their_sources() {
+    let (subs, _, log) = run(4, false);
+    let log = log.unwrap();
+    let ids: Vec<TaskId> = subs.iter().map(|s| s.0).collect();
+    let edge = |p: usize, s: usize| log.edges.iter().find(|e| e.pred == ids[p] && e.succ == ids[s]).copied();
+    // Every edge the run waited for is recorded.
+    for (succ, deps) in &subs {
+        for d in deps {
+            assert!(log.edges.iter().any(|e| e.pred == *d && e.succ == *succ), "{d} -> {succ} missing");
+        }
+    }
+    assert_eq!(edge(0, 1).unwrap().source, EdgeSource::Creator);
+    let e = edge(1, 2).unwrap();
+    assert_eq!((e.source, e.flags), (EdgeSource::TensorMap, 1 | 2), "inout after a writer: RAW and WAW");
+    // t3 had finished when t4 was submitted: the run needed no wait…
+    assert!(!subs[3].1.contains(&ids[2]), "{:?}", subs[3]);
+    // …but the graph has the edge.
+    assert_eq!(edge(2, 3).unwrap().source, EdgeSource::TensorMap);
+    assert_eq!(edge(0, 3).unwrap().source, EdgeSource::Explicit);
+    assert_eq!(log.tasks.len(), 4);
+    assert_eq!(log.tasks[2].kernel_ids, [None, Some(1), None]);
+    assert_eq!(log.submits.len(), 4, "level 4 records every submit");
+    assert!(log.submits.iter().all(|s| s.start <= s.end));
+}
+
+#[test]
+fn each_dispatch_has_ordered_times_and_respects_its_dependencies() {
+    let (_, _, log) = run(3, false);
+    let log = log.unwrap();
+    assert_eq!(log.dispatches.len(), 4);
+    assert!(log.submits.is_empty(), "submits are level 4");
+    assert!(log.sched_phases.iter().flatten().any(|p| p.pop_hit > 0));
+    for d in &log.dispatches {
+        assert!(d.dispatch >= 1 && d.dispatch <= d.receive && d.receive <= d.start && d.start <= d.end && d.end <= d.finish, "{d:?}");
+    }
+    let mut per_core: std::collections::BTreeMap<u32, Vec<u64>> = Default::default();
+    for d in &log.dispatches {
+        per_core.entry(d.core_id).or_default().push(d.reg);
+    }
+    for regs in per_core.values() {
+        assert_eq!(*regs, (0..regs.len() as u64).collect::<Vec<_>>());
+    }
+    let of = |t: TaskId| log.dispatches.iter().find(|d| d.task_id == t).unwrap();
+    for e in &log.edges {
+        assert!(of(e.succ).start >= of(e.pred).end, "{e:?}");
+    }
+}
+
+#[test]
+fn recording_is_off_by_default_and_level_1_keeps_only_core_times() {
+    assert!(run(0, false).2.is_none());
+    let log = run(1, false).2.unwrap();
+    assert!(log.sched_phases.iter().all(Vec::is_empty) && log.submits.is_empty());
+    let r = simpler_swimlane::record::records(&log);
+    assert!(r.aicpu_tasks.is_empty() && r.aicpu_scheduler_phases.is_empty());
+    assert_eq!(r.aicore_tasks.len(), 4);
+}
+
+#[test]
+fn predict_times_each_dispatch_like_a_replay_and_changes_no_result() {
+    let (_, plain, _) = run(0, false);
+    let (_, predicted, log) = run(2, true);
+    assert_eq!(plain, predicted, "recording instructions changed the results");
+    let log = log.unwrap();
+    // The same kernel recorded alone, on its own GM, timed by the model.
+    let gm = Arc::new(Gm::new(1 << 20).unwrap());
+    let addr = gm.alloc(256).unwrap();
+    let t = simpler_core::ChipTensor::contiguous(addr, &SHAPE, DType::Float32);
+    let mut core = Core::new(2, CoreType::Aiv, &ArchProfile::a2a3(), gm);
+    let tile = core.alloc_tile(BufKind::Ub, 4, 8, DType::Float32).unwrap();
+    core.start_recording();
+    core.tload(tile, &t).unwrap();
+    core.tadds(tile, tile, 1.0).unwrap();
+    core.texp(tile, tile).unwrap();
+    core.tstore(&t, tile).unwrap();
+    let alone = simulate_core(&TimingParams::a2a3(), &core.take_records());
+    let d = log.dispatches.iter().find(|d| d.func_id == 0).unwrap();
+    let c = d.cost.unwrap();
+    assert_eq!(c.cycles, alone.total_cycles);
+    assert_eq!(c.instructions, 4);
+    assert_eq!(c.busy[2], alone.busy.get(simpler_isa::Pipe::Mte2));
+    assert!(log.dispatches.iter().all(|d| d.cost.is_some()));
+}
