@@ -12,6 +12,7 @@ mod faults;
 mod insight_trace;
 mod insight_upstream;
 mod reader_cli;
+mod swimlane;
 mod synth;
 mod tensor_dump;
 mod upstream_tools;
