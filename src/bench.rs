@@ -21,6 +21,7 @@ use crate::cli::{BenchArgs, BenchName};
 mod large;
 mod readers;
 mod submits;
+mod swimlane;
 
 /// One bench's outcome.
 struct Outcome {
@@ -44,6 +45,7 @@ pub fn bench(a: &BenchArgs) -> Result<ExitCode> {
         BenchName::Submits => submits::submits(a)?,
         BenchName::SubmitInstructions => submits::submit_instructions(a)?,
         BenchName::Readers => readers(a)?,
+        BenchName::Swimlane => swimlane::swimlane(a)?,
     };
     if a.json {
         let results: Map<String, Value> = out

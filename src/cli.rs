@@ -225,6 +225,9 @@ pub enum BenchName {
     /// `dump view` (first page, full listing) and `dump diff` of two
     /// CaseLarge dumps: times and peak RSS of each child process.
     Readers,
+    /// What `--swimlane 4` costs (flood and CaseLarge, plain and recording
+    /// runs alternated) and what `--predict` costs on CaseLarge.
+    Swimlane,
 }
 
 /// `simpler bench`.

@@ -20,25 +20,48 @@ fn json(path: &Path) -> Value {
 fn ok_run(cwd: &Path, args: &[&str]) -> String {
     let o = run(cwd, args);
     let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(0), "{args:?}\nstdout: {out}\nstderr: {err}");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{args:?}\nstdout: {out}\nstderr: {err}"
+    );
     out
 }
 
 /// `simpler run … --swimlane --output DIR`, then every file checked.
 fn swimlane_run(workload: &str, case: &str, extra: &[&str]) -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
-    let mut args = vec!["run", workload, "--case", case, "--swimlane", "--output", "r"];
+    let mut args = vec![
+        "run",
+        workload,
+        "--case",
+        case,
+        "--swimlane",
+        "--output",
+        "r",
+    ];
     args.extend(extra);
     let out = ok_run(tmp.path(), &args);
     let dir = tmp.path().join("r");
-    for f in ["chip_swimlane_records.json", "deps.json", "swimlane_perfetto.json", &format!("name_map_{workload}_{case}.json")] {
+    for f in [
+        "chip_swimlane_records.json",
+        "deps.json",
+        "swimlane_perfetto.json",
+        &format!("name_map_{workload}_{case}.json"),
+    ] {
         assert!(dir.join(f).is_file(), "{f} missing; stdout {out}");
     }
-    let dispatches: u64 = out.split(" dispatches on ").next().and_then(|s| s.rsplit(", ").next()).and_then(|n| n.parse().ok()).unwrap();
+    let dispatches: u64 = out
+        .split(" dispatches on ")
+        .next()
+        .and_then(|s| s.rsplit(", ").next())
+        .and_then(|n| n.parse().ok())
+        .unwrap();
     let n = check_dir(&dir).unwrap_or_else(|e| panic!("{workload} {case}: {e:#?}"));
     assert_eq!(n.dispatches, dispatches, "{out}");
     assert!(n.submits > 0 && n.pop_hit > 0, "{n:?}");
-    let st = check_perfetto(&std::fs::read(dir.join("swimlane_perfetto.json")).unwrap()).unwrap_or_else(|e| panic!("{e:#?}"));
+    let st = check_perfetto(&std::fs::read(dir.join("swimlane_perfetto.json")).unwrap())
+        .unwrap_or_else(|e| panic!("{e:#?}"));
     assert!(st.slices >= dispatches, "{st:?}");
     assert_assert_cli_check(tmp.path());
     tmp
@@ -46,7 +69,10 @@ fn swimlane_run(workload: &str, case: &str, extra: &[&str]) -> tempfile::TempDir
 
 fn assert_assert_cli_check(cwd: &Path) {
     let out = ok_run(cwd, &["swimlane", "r", "--check"]);
-    assert!(out.contains("upstream tools: OK") && out.contains("none overlapping"), "{out}");
+    assert!(
+        out.contains("upstream tools: OK") && out.contains("none overlapping"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -58,7 +84,15 @@ fn case_small1_mixed_example_and_case_bench_write_files_the_upstream_tools_read(
     let rows = r["aicore_tasks"].as_array().unwrap();
     assert_eq!(rows.len(), 6);
     let deps = json(&mixed.path().join("r/deps.json"));
-    assert_eq!(deps["tasks"][0]["kernel_ids"].as_array().unwrap().iter().filter(|k| k.as_i64() != Some(-1)).count(), 3);
+    assert_eq!(
+        deps["tasks"][0]["kernel_ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|k| k.as_i64() != Some(-1))
+            .count(),
+        3
+    );
     swimlane_run("paged_attention", "CaseBench", &[]);
 }
 
@@ -66,18 +100,49 @@ fn case_small1_mixed_example_and_case_bench_write_files_the_upstream_tools_read(
 fn raw_func_table(dir: &Path) -> HashMap<i64, [u64; 5]> {
     let r = json(&dir.join("chip_swimlane_records.json"));
     let d = json(&dir.join("deps.json"));
-    let kernels: HashMap<String, Vec<i64>> = d["tasks"].as_array().unwrap().iter()
-        .map(|t| (t["task_id"].as_str().unwrap().to_string(), t["kernel_ids"].as_array().unwrap().iter().map(|k| k.as_i64().unwrap()).collect()))
+    let kernels: HashMap<String, Vec<i64>> = d["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["task_id"].as_str().unwrap().to_string(),
+                t["kernel_ids"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|k| k.as_i64().unwrap())
+                    .collect(),
+            )
+        })
         .collect();
-    let aicpu: HashMap<(u64, u64), (u64, u64)> = r["aicpu_tasks"].as_array().unwrap().iter()
-        .map(|x| ((x[0].as_u64().unwrap(), x[1].as_u64().unwrap()), (x[2].as_u64().unwrap(), x[3].as_u64().unwrap()))).collect();
+    let aicpu: HashMap<(u64, u64), (u64, u64)> = r["aicpu_tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            (
+                (x[0].as_u64().unwrap(), x[1].as_u64().unwrap()),
+                (x[2].as_u64().unwrap(), x[3].as_u64().unwrap()),
+            )
+        })
+        .collect();
     let types = r["metadata"]["core_types"].as_array().unwrap();
     let mut t: HashMap<i64, [u64; 5]> = HashMap::new();
     for row in r["aicore_tasks"].as_array().unwrap() {
-        let c: Vec<u64> = row.as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+        let c: Vec<u64> = row
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect();
         let k = &kernels[&c[1].to_string()];
         // CaseSmall1 has no MIX task: one active member per task.
-        let func = if types[c[0] as usize] == "aic" { k[0] } else { *k[1..].iter().max().unwrap() };
+        let func = if types[c[0] as usize] == "aic" {
+            k[0]
+        } else {
+            *k[1..].iter().max().unwrap()
+        };
         let (disp, fin) = aicpu[&(c[0], c[2])];
         let e = t.entry(func).or_default();
         e[0] += 1;
@@ -96,16 +161,33 @@ fn raw_critical_path(dir: &Path) -> Vec<(u64, u64)> {
     let d = json(&dir.join("deps.json"));
     let mut span: HashMap<u64, (u64, u64)> = HashMap::new();
     for row in r["aicore_tasks"].as_array().unwrap() {
-        let (task, s, e) = (row[1].as_u64().unwrap(), row[3].as_u64().unwrap(), row[4].as_u64().unwrap());
+        let (task, s, e) = (
+            row[1].as_u64().unwrap(),
+            row[3].as_u64().unwrap(),
+            row[4].as_u64().unwrap(),
+        );
         let x = span.entry(task).or_insert((s, e));
         *x = (x.0.min(s), x.1.max(e));
     }
     let id = |v: &Value| v.as_str().unwrap().parse::<u64>().unwrap();
-    let edges: Vec<(u64, u64)> = d["edges"].as_array().unwrap().iter().map(|e| (id(&e["pred"]), id(&e["succ"]))).collect();
-    let mut cur = *span.iter().max_by_key(|(k, v)| (v.1, std::cmp::Reverse(**k))).unwrap().0;
+    let edges: Vec<(u64, u64)> = d["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (id(&e["pred"]), id(&e["succ"])))
+        .collect();
+    let mut cur = *span
+        .iter()
+        .max_by_key(|(k, v)| (v.1, std::cmp::Reverse(**k)))
+        .unwrap()
+        .0;
     let mut chain = Vec::new();
     loop {
-        let pred = edges.iter().filter(|e| e.1 == cur).map(|e| e.0).max_by_key(|p| (span[p].1, std::cmp::Reverse(*p)));
+        let pred = edges
+            .iter()
+            .filter(|e| e.1 == cur)
+            .map(|e| e.0)
+            .max_by_key(|p| (span[p].1, std::cmp::Reverse(*p)));
         chain.push((cur, pred.map_or(0, |p| span[&cur].0 - span[&p].1)));
         match pred {
             Some(p) => cur = p,
@@ -125,7 +207,10 @@ fn the_report_matches_figures_computed_from_the_raw_records() {
     let raw = raw_func_table(&dir);
     assert_eq!(raw.len(), 4);
     for (func, [n, exec, lat, head, tail]) in &raw {
-        let line = out.lines().find(|l| l.contains(&format!("({func}) "))).unwrap_or_else(|| panic!("func {func}: {out}"));
+        let line = out
+            .lines()
+            .find(|l| l.contains(&format!("({func}) ")))
+            .unwrap_or_else(|| panic!("func {func}: {out}"));
         let cols: Vec<&str> = line.split_whitespace().collect();
         assert_eq!(cols[1], n.to_string(), "{line}");
         assert_eq!(cols[2], us(*exec, *n), "exec: {line}");
@@ -134,69 +219,188 @@ fn the_report_matches_figures_computed_from_the_raw_records() {
         assert_eq!(cols[6], us(*tail, *n), "tail: {line}");
     }
     let chain = raw_critical_path(&dir);
-    let rows: Vec<Vec<&str>> = out.lines().skip_while(|l| !l.contains("task µs")).skip(1)
-        .take_while(|l| !l.trim().is_empty()).map(|l| l.split_whitespace().collect()).collect();
+    let rows: Vec<Vec<&str>> = out
+        .lines()
+        .skip_while(|l| !l.contains("task µs"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .map(|l| l.split_whitespace().collect())
+        .collect();
     assert_eq!(rows.len(), chain.len(), "{out}");
     for (row, (task, wait)) in rows.iter().zip(&chain) {
-        assert_eq!(row[1], format!("r{}t{}", task >> 32, task & 0xffff_ffff), "{out}");
+        assert_eq!(
+            row[1],
+            format!("r{}t{}", task >> 32, task & 0xffff_ffff),
+            "{out}"
+        );
         assert_eq!(row[5], us(*wait, 1), "{out}");
     }
     let r = json(&dir.join("chip_swimlane_records.json"));
-    let phases: Vec<&Value> = r["aicpu_scheduler_phases"].as_array().unwrap().iter().flat_map(|t| t.as_array().unwrap()).collect();
+    let phases: Vec<&Value> = r["aicpu_scheduler_phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|t| t.as_array().unwrap())
+        .collect();
     let sum = |k: &str| phases.iter().filter_map(|p| p[k].as_u64()).sum::<u64>();
-    assert!(out.contains(&format!("Pop: hit={} miss={}", sum("pop_hit"), sum("pop_miss"))), "{out}");
+    assert!(
+        out.contains(&format!(
+            "Pop: hit={} miss={}",
+            sum("pop_hit"),
+            sum("pop_miss")
+        )),
+        "{out}"
+    );
     assert_eq!(sum("pop_hit"), 12, "one hit per block handed out");
-    let edges = json(&dir.join("deps.json"))["edges"].as_array().unwrap().len();
-    assert_eq!(edges, 14, "CaseSmall1's whole graph, finished producers included");
+    let edges = json(&dir.join("deps.json"))["edges"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(
+        edges, 14,
+        "CaseSmall1's whole graph, finished producers included"
+    );
     assert!(out.contains(&format!("total edges={edges} ")), "{out}");
 }
 
 #[test]
 fn predict_times_each_dispatch_as_insight_trace_replays_it() {
     let tmp = tempfile::tempdir().unwrap();
-    let out = ok_run(tmp.path(), &["run", "paged_attention", "--case", "CaseSmall1", "--predict", "--dump-tensor", "--dump-kernel-args", "--output", "r"]);
-    assert!(out.contains("predicted (a2a3 at 1850 MHz, 8 clusters): makespan "), "{out}");
+    let out = ok_run(
+        tmp.path(),
+        &[
+            "run",
+            "paged_attention",
+            "--case",
+            "CaseSmall1",
+            "--predict",
+            "--dump-tensor",
+            "--dump-kernel-args",
+            "--output",
+            "r",
+        ],
+    );
+    assert!(
+        out.contains("predicted (a2a3 at 1850 MHz, 8 clusters): makespan "),
+        "{out}"
+    );
     assert!(out.contains("bottleneck pipe per func"), "{out}");
     let dir = tmp.path().join("r");
-    assert!(!dir.join("chip_swimlane_records.json").exists(), "--predict alone writes only predicted/");
+    assert!(
+        !dir.join("chip_swimlane_records.json").exists(),
+        "--predict alone writes only predicted/"
+    );
     check_dir(&dir.join("predicted")).unwrap_or_else(|e| panic!("{e:#?}"));
     check_perfetto(&std::fs::read(dir.join("predicted/swimlane_perfetto.json")).unwrap()).unwrap();
     let pred = json(&dir.join("predicted/chip_swimlane_records.json"));
     assert_eq!(pred["metadata"]["clock_freq_hz"], 1_850_000_000u64);
     let ka = json(&dir.join("tensor_dump/kernel_args_dump.json"));
     let pmu = std::fs::read_to_string(dir.join("predicted/pmu.csv")).unwrap();
-    assert!(pmu.starts_with("thread_id,core_id,task_id,func_id,core_type,pmu_total_cycles,scalar_busy_cycles,"), "{pmu}");
+    assert!(
+        pmu.starts_with(
+            "thread_id,core_id,task_id,func_id,core_type,pmu_total_cycles,scalar_busy_cycles,"
+        ),
+        "{pmu}"
+    );
     for func in 0..4 {
-        let d = ka["dispatches"].as_array().unwrap().iter().find(|d| d["func_id"] == func).unwrap();
+        let d = ka["dispatches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["func_id"] == func)
+            .unwrap();
         let hex = d["task_id"].as_str().unwrap();
         let task = u64::from_str_radix(&hex[2..], 16).unwrap();
-        let row = pred["aicore_tasks"].as_array().unwrap().iter().find(|r| r[1] == task).unwrap();
+        let row = pred["aicore_tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r[1] == task)
+            .unwrap();
         let predicted = row[4].as_u64().unwrap() - row[3].as_u64().unwrap();
         let id = d["dispatch_id"].to_string();
-        let replay = ok_run(tmp.path(), &["insight-trace", "paged_attention", "--case", "CaseSmall1", "--func-id", &func.to_string(), "--dump-dir", "r", "--dispatch-id", &id]);
-        let cycles: u64 = replay.split("total: ").nth(1).and_then(|s| s.split(' ').next()).and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{replay}"));
-        assert_eq!(predicted, cycles, "func {func} dispatch {id}: predicted {predicted}, insight-trace {cycles}");
+        let replay = ok_run(
+            tmp.path(),
+            &[
+                "insight-trace",
+                "paged_attention",
+                "--case",
+                "CaseSmall1",
+                "--func-id",
+                &func.to_string(),
+                "--dump-dir",
+                "r",
+                "--dispatch-id",
+                &id,
+            ],
+        );
+        let cycles: u64 = replay
+            .split("total: ")
+            .nth(1)
+            .and_then(|s| s.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{replay}"));
+        assert_eq!(
+            predicted, cycles,
+            "func {func} dispatch {id}: predicted {predicted}, insight-trace {cycles}"
+        );
         let pmu_row = pmu.lines().find(|l| l.contains(hex)).unwrap();
-        assert_eq!(pmu_row.split(',').nth(5), Some(cycles.to_string().as_str()), "{pmu_row}");
+        assert_eq!(
+            pmu_row.split(',').nth(5),
+            Some(cycles.to_string().as_str()),
+            "{pmu_row}"
+        );
     }
 }
 
 #[test]
 fn a_timed_out_run_still_writes_its_timeline() {
     let tmp = tempfile::tempdir().unwrap();
-    let o = run(tmp.path(), &["run", "stall", "--clusters", "1", "--timeout", "1", "--swimlane", "--output", "r"]);
+    let o = run(
+        tmp.path(),
+        &[
+            "run",
+            "stall",
+            "--clusters",
+            "1",
+            "--timeout",
+            "1",
+            "--swimlane",
+            "--output",
+            "r",
+        ],
+    );
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
-    assert!(err.contains("swimlane (level 4): 1 dispatches, 8 tasks"), "{err}");
+    assert!(
+        err.contains("swimlane (level 4): 1 dispatches, 8 tasks"),
+        "{err}"
+    );
     let n = check_dir(&tmp.path().join("r")).unwrap_or_else(|e| panic!("{e:#?}"));
-    assert_eq!((n.dispatches, n.tasks, n.submits), (1, 8, 8), "only T0 finished");
+    assert_eq!(
+        (n.dispatches, n.tasks, n.submits),
+        (1, 8, 8),
+        "only T0 finished"
+    );
     assert_no_tmp(tmp.path());
 }
 
 #[test]
 fn an_interrupted_run_writes_its_timeline_and_exits_130() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut r = Running::start(tmp.path(), &["run", "stall", "--clusters", "1", "--swimlane", "3", "--output", "r"]);
+    let mut r = Running::start(
+        tmp.path(),
+        &[
+            "run",
+            "stall",
+            "--clusters",
+            "1",
+            "--swimlane",
+            "3",
+            "--output",
+            "r",
+        ],
+    );
     r.wait_for_lines("hanging", 2);
     r.signal("INT");
     let (code, err) = r.finish();
@@ -208,12 +412,26 @@ fn an_interrupted_run_writes_its_timeline_and_exits_130() {
 
 #[test]
 fn a_full_disk_is_one_clear_error_and_leaves_no_temporary_file() {
-    let Some((o, left)) = on_tmpfs("size=12k", &["run", "paged_attention", "--case", "CaseSmall1", "--swimlane", "--output", "r"]) else {
+    let Some((o, left)) = on_tmpfs(
+        "size=12k",
+        &[
+            "run",
+            "paged_attention",
+            "--case",
+            "CaseSmall1",
+            "--swimlane",
+            "--output",
+            "r",
+        ],
+    ) else {
         return;
     };
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
-    assert!(err.contains("cannot write the swimlane files") && err.contains("No space left on device"), "{err}");
+    assert!(
+        err.contains("cannot write the swimlane files") && err.contains("No space left on device"),
+        "{err}"
+    );
     assert!(!err.contains("panicked"), "{err}");
     assert_no_tmp(left.path());
 }
@@ -222,28 +440,52 @@ fn a_full_disk_is_one_clear_error_and_leaves_no_temporary_file() {
 fn bad_flags_and_bad_files_are_one_clear_error() {
     let tmp = tempfile::tempdir().unwrap();
     for (args, want) in [
-        (&["run", "vector_example", "--swimlane", "5"][..], "--swimlane 5: expected a level in 1..=4"),
-        (&["run", "vector_example", "--swimlane", "0"][..], "--swimlane 0: expected a level in 1..=4"),
+        (
+            &["run", "vector_example", "--swimlane", "5"][..],
+            "--swimlane 5: expected a level in 1..=4",
+        ),
+        (
+            &["run", "vector_example", "--swimlane", "0"][..],
+            "--swimlane 0: expected a level in 1..=4",
+        ),
         (&["swimlane", "nope"][..], "nope: not a directory"),
         (&["swimlane"][..], "no RUN given"),
     ] {
         let o = run(tmp.path(), args);
         let (out, err) = text(&o);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {out}\n{err}");
-        assert!(err.contains(want) && !err.contains("panicked"), "{args:?}: {err}");
+        assert!(
+            err.contains(want) && !err.contains("panicked"),
+            "{args:?}: {err}"
+        );
     }
-    assert!(!tmp.path().join("outputs").exists(), "a refused flag creates no run directory");
+    assert!(
+        !tmp.path().join("outputs").exists(),
+        "a refused flag creates no run directory"
+    );
     let dir = tmp.path().join("bad");
     std::fs::create_dir(&dir).unwrap();
     std::fs::write(dir.join("chip_swimlane_records.json"), br#"{"chip_swimlane_level": 2, "metadata": {"clock_freq_hz": 1000, "num_cores": 3, "core_types": []}, "aicore_tasks": [[0, 1, 0, 5]]}"#).unwrap();
     let o = run(tmp.path(), &["swimlane", "bad"]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
-    assert!(err.contains("chip_swimlane_records.json") && err.contains("aicore_tasks[0]") && err.contains("4 columns: expected 6"), "{err}");
+    assert!(
+        err.contains("chip_swimlane_records.json")
+            && err.contains("aicore_tasks[0]")
+            && err.contains("4 columns: expected 6"),
+        "{err}"
+    );
     std::fs::write(dir.join("chip_swimlane_records.json"), br#"{"chip_swimlane_level": 1, "metadata": {"clock_freq_hz": 1000, "num_cores": 1, "core_types": ["aic"]}, "aicore_tasks": [[0, 1, 0, 5, 9, 0]]}"#).unwrap();
-    std::fs::write(dir.join("deps.json"), br#"{"tasks": [{"task_id": "0x1", "kernel_ids": [0, -1, -1]}], "edges": []}"#).unwrap();
+    std::fs::write(
+        dir.join("deps.json"),
+        br#"{"tasks": [{"task_id": "0x1", "kernel_ids": [0, -1, -1]}], "edges": []}"#,
+    )
+    .unwrap();
     let o = run(tmp.path(), &["swimlane", "bad", "--check"]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
-    assert!(out.contains("FAIL deps.json tasks[0]: task_id must be int()-able"), "{out}");
+    assert!(
+        out.contains("FAIL deps.json tasks[0]: task_id must be int()-able"),
+        "{out}"
+    );
 }

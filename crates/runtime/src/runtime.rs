@@ -53,15 +53,25 @@ pub struct RunReport {
 /// assert_eq!(report.tasks, 0);
 /// assert_eq!(rt.download_pod::<f32>(&t).unwrap(), vec![1.0, 2.0]);
 /// ```
-#[derive(Debug)]
 pub struct Runtime {
     cfg: RuntimeConfig,
     gm: Arc<Gm>,
     registry: KernelRegistry,
     /// What the last run's dump wrote.
     last_dump: Mutex<Option<simpler_dump::DumpSummary>>,
-    /// What the last run's timeline recording kept.
-    last_swimlane: Mutex<Option<crate::SwimlaneLog>>,
+    /// What the last run's timeline recording kept, as recorded (turned
+    /// into a log when taken, off the run's clock).
+    last_swimlane: Mutex<Option<crate::swimlane::Recorded>>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("cfg", &self.cfg)
+            .field("gm", &self.gm)
+            .field("registry", &self.registry)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Runtime {
@@ -267,7 +277,7 @@ impl Runtime {
         let orch_rec = o.take_recording();
         drop(o);
         chip.stop_schedulers(hang);
-        *self.last_swimlane.lock() = orch_rec.map(|r| self.swimlane_log(r, &mut chip));
+        *self.last_swimlane.lock() = orch_rec.map(|r| self.swimlane_recorded(r, &mut chip));
         let unfinished = match shared.forced() {
             true => crate::snapshot::take(&shared, &live, dump.as_ref()),
             false => Vec::new(),
@@ -296,34 +306,26 @@ impl Runtime {
     /// Take what the last run's timeline recording kept (also when the
     /// run failed: the dispatches that finished); `None` when recording
     /// was off.
+    ///
+    /// The graph's edges are rebuilt here from the submit sequence, so
+    /// this takes a while on a large graph (it is not on the run's clock).
     pub fn take_swimlane(&self) -> Option<crate::SwimlaneLog> {
-        self.last_swimlane.lock().take()
+        let r = self.last_swimlane.lock().take()?;
+        Some(r.into_log())
     }
 
-    fn swimlane_log(
+    fn swimlane_recorded(
         &self,
         orch: crate::swimlane::OrchRecorder,
         chip: &mut Chip,
-    ) -> crate::SwimlaneLog {
-        let (tasks, edges, submits) = orch.finish();
-        let scheds = std::mem::take(&mut chip.recorded);
-        let mut log = crate::SwimlaneLog {
+    ) -> crate::swimlane::Recorded {
+        crate::swimlane::Recorded {
             level: self.cfg.swimlane.as_ref().map_or(0, |s| s.level),
             clusters: self.cfg.clusters,
-            sched_threads: scheds.len() as u32,
-            tasks,
-            edges,
-            submits,
+            orch,
+            scheds: std::mem::take(&mut chip.recorded),
             func_names: self.registry.iter().map(|k| (k.func_id, k.name)).collect(),
-            ..Default::default()
-        };
-        for s in scheds {
-            log.dispatches.extend(s.dispatches);
-            log.sched_phases.push(s.phases);
         }
-        log.dispatches.sort_by_key(|d| (d.core_id, d.reg));
-        log.func_names.sort_unstable();
-        log
     }
 
     /// What the dump of the last run wrote (also when the run failed);

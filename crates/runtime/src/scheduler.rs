@@ -265,7 +265,7 @@ pub(crate) struct Completion {
     pub block: u32,
     pub result: Result<(), RuntimeError>,
     /// What the core measured (`--swimlane` only).
-    stamps: Option<Box<CoreStamps>>,
+    stamps: Option<CoreStamps>,
 }
 
 struct CoreLink {
@@ -591,7 +591,7 @@ impl Worker {
     fn on_done(&mut self, c: Completion) {
         self.cores[c.core].inflight -= 1;
         if let Some(r) = &mut self.rec {
-            r.finished(c.core, self.cores[c.core].id, c.stamps.as_deref());
+            r.finished(c.core, self.cores[c.core].id, c.stamps.as_ref());
         }
         settle(&self.shared, c, self.producer.as_mut());
     }
@@ -665,7 +665,7 @@ fn run_kernel(
     received: u64,
 ) -> (
     std::thread::Result<simpler_isa::KResult<()>>,
-    Option<Box<CoreStamps>>,
+    Option<CoreStamps>,
 ) {
     let Some(cost) = &ctx.rec else {
         let r = std::panic::catch_unwind(AssertUnwindSafe(|| (d.member.func)(core, args)));
@@ -678,14 +678,14 @@ fn run_kernel(
     let start = stamp(epoch);
     let r = std::panic::catch_unwind(AssertUnwindSafe(|| (d.member.func)(core, args)));
     let end = stamp(epoch);
-    let cost = cost.as_ref().map(|f| f(&core.take_records()));
+    let cost = cost.as_ref().map(|f| Box::new(f(&core.take_records())));
     let stamps = CoreStamps {
         receive: received,
         start,
         end,
         cost,
     };
-    (r, Some(Box::new(stamps)))
+    (r, Some(stamps))
 }
 
 fn core_main(mut core: Core, ctx: CoreCtx, rx: Receiver<Dispatch>) {

@@ -213,18 +213,52 @@ pub struct SwimlaneLog {
     pub func_names: Vec<(u32, &'static str)>,
 }
 
+/// A run's recording as the threads left it.
+pub(crate) struct Recorded {
+    pub level: u8,
+    pub clusters: u32,
+    pub orch: OrchRecorder,
+    pub scheds: Vec<SchedRecorder>,
+    pub func_names: Vec<(u32, &'static str)>,
+}
+
+impl Recorded {
+    /// Merge the threads' buffers and rebuild the graph.
+    pub fn into_log(self) -> SwimlaneLog {
+        let (tasks, edges, submits) = self.orch.finish();
+        let mut log = SwimlaneLog {
+            level: self.level,
+            clusters: self.clusters,
+            sched_threads: self.scheds.len() as u32,
+            tasks,
+            edges,
+            submits,
+            func_names: self.func_names,
+            ..Default::default()
+        };
+        for s in self.scheds {
+            log.dispatches.extend(s.dispatches);
+            log.sched_phases.push(s.phases);
+        }
+        log.dispatches.sort_by_key(|d| (d.core_id, d.reg));
+        log.func_names.sort_unstable();
+        log
+    }
+}
+
 /// Nanoseconds since `epoch`, at least 1 (0 means "none" in the files).
 pub(crate) fn stamp(epoch: Instant) -> u64 {
     (epoch.elapsed().as_nanos() as u64).max(1)
 }
 
-/// What a core measured of one dispatch.
+/// What a core measured of one dispatch (inline in the completion: no
+/// allocation per dispatch; the cost, `--predict` only, is boxed).
 #[derive(Debug)]
 pub(crate) struct CoreStamps {
     pub receive: u64,
     pub start: u64,
     pub end: u64,
-    pub cost: Option<DispatchCost>,
+    pub cost: Option<Box<DispatchCost>>,
 }
 
 /// A dispatch sent, waiting for its completion.
@@ -290,7 +324,7 @@ impl SchedRecorder {
         };
         let finish = self.now();
         let (receive, start, end, cost) = match stamps {
-            Some(s) => (s.receive, s.start, s.end, s.cost),
+            Some(s) => (s.receive, s.start, s.end, s.cost.as_deref().copied()),
             None => (p.dispatch, p.dispatch, finish, None),
         };
         self.dispatches.push(DispatchRecord {
@@ -318,13 +352,26 @@ impl SchedRecorder {
     }
 }
 
-/// The orchestrator's recording: tasks, edges, submits.
+/// What the orchestrator did, in order: the graph is rebuilt from it after
+/// the run, off the submit path.
+enum OrchEvent {
+    /// A task was submitted at a scope depth, with its explicit `after`s.
+    Task(Arc<Task>, u32, Vec<TaskId>),
+    /// A runtime buffer was freed: its address may be reused.
+    Forget(u64),
+}
+
+/// The orchestrator's recording: the submit sequence and, at level 4, the
+/// submits' spans. Holding each task keeps its arguments for `deps.json`.
 pub(crate) struct OrchRecorder {
     level: u8,
     epoch: Instant,
-    /// Tasks in submission order with their scope depth.
-    tasks: Vec<(Arc<Task>, u32)>,
+    events: Vec<OrchEvent>,
     submits: Vec<SubmitRecord>,
+}
+
+/// Rebuilds the graph's edges from the submit sequence.
+struct EdgeFinder {
     edges: Vec<EdgeRecord>,
     /// The graph's map: like the scheduling one, but entries of finished
     /// tasks stay (an entry is `(task, its tensor slot)`).
@@ -349,11 +396,8 @@ impl OrchRecorder {
         OrchRecorder {
             level,
             epoch,
-            tasks: Vec::new(),
+            events: Vec::new(),
             submits: Vec::new(),
-            edges: Vec::new(),
-            map: TensorMap::new(),
-            scratch: Vec::new(),
         }
     }
 
@@ -375,15 +419,51 @@ impl OrchRecorder {
                 end,
             });
         }
-        self.find_edges(task, after);
-        self.tasks.push((task.clone(), scope));
+        self.events
+            .push(OrchEvent::Task(task.clone(), scope, after.to_vec()));
     }
 
     /// The buffer at `addr` was freed: its address may be reused.
     pub fn forget(&mut self, addr: u64) {
-        self.map.forget(addr);
+        self.events.push(OrchEvent::Forget(addr));
     }
 
+    /// Tasks, edges (rebuilt now, in submission order) and submits.
+    pub fn finish(self) -> (Vec<TaskRecord>, Vec<EdgeRecord>, Vec<SubmitRecord>) {
+        let mut f = EdgeFinder {
+            edges: Vec::new(),
+            map: TensorMap::new(),
+            scratch: Vec::new(),
+        };
+        let mut tasks = Vec::new();
+        for e in self.events {
+            match e {
+                OrchEvent::Forget(addr) => f.map.forget(addr),
+                OrchEvent::Task(t, scope, after) => {
+                    f.find_edges(&t, &after);
+                    tasks.push(task_record(&t, scope));
+                }
+            }
+        }
+        (tasks, f.edges, self.submits)
+    }
+}
+
+fn task_record(t: &Task, scope: u32) -> TaskRecord {
+    let mut kernel_ids = [None; 3];
+    for m in t.members.as_slice() {
+        kernel_ids[m.subtask.id() as usize] = Some(m.func_id);
+    }
+    TaskRecord {
+        task_id: t.id,
+        scope,
+        kernel_ids,
+        block_num: t.block_num,
+        args: t.tensors.iter().map(|x| (x.role, x.desc)).collect(),
+    }
+}
+
+impl EdgeFinder {
     fn add(&mut self, e: EdgeRecord) {
         if e.pred == e.succ || e.pred == TaskId::NONE {
             return;
@@ -471,27 +551,5 @@ impl OrchRecorder {
                     .register_of(t.desc.addr, r, access, (succ, i as u32), always);
             }
         }
-    }
-
-    /// Tasks, edges and submits, for the log.
-    pub fn finish(self) -> (Vec<TaskRecord>, Vec<EdgeRecord>, Vec<SubmitRecord>) {
-        let tasks = self
-            .tasks
-            .into_iter()
-            .map(|(t, scope)| {
-                let mut kernel_ids = [None; 3];
-                for m in t.members.as_slice() {
-                    kernel_ids[m.subtask.id() as usize] = Some(m.func_id);
-                }
-                TaskRecord {
-                    task_id: t.id,
-                    scope,
-                    kernel_ids,
-                    block_num: t.block_num,
-                    args: t.tensors.iter().map(|x| (x.role, x.desc)).collect(),
-                }
-            })
-            .collect();
-        (tasks, self.edges, self.submits)
     }
 }

@@ -72,7 +72,7 @@ fn read(path: &Path, errs: &mut Vec<String>) -> Option<Value> {
         .ok()
 }
 
-fn rows<'a>(v: &'a Value, key: &str, cols: usize, errs: &mut Vec<String>) -> Vec<Vec<u64>> {
+fn rows(v: &Value, key: &str, cols: usize, errs: &mut Vec<String>) -> Vec<Vec<u64>> {
     let Some(list) = v.get(key).and_then(Value::as_array) else {
         errs.push(format!("{key}: missing or not a list"));
         return Vec::new();
@@ -81,8 +81,7 @@ fn rows<'a>(v: &'a Value, key: &str, cols: usize, errs: &mut Vec<String>) -> Vec
     for (i, r) in list.iter().enumerate() {
         let cells: Option<Vec<u64>> = r
             .as_array()
-            .map(|a| a.iter().map(Value::as_u64).collect::<Option<_>>())
-            .flatten();
+            .and_then(|a| a.iter().map(Value::as_u64).collect::<Option<_>>());
         match cells {
             Some(c) if c.len() == cols => out.push(c),
             _ => errs.push(format!(

@@ -114,7 +114,11 @@ pub trait Sink: Sync {
     ///
     /// # Errors
     /// I/O failures, naming the file.
-    fn write(&self, path: &Path, body: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>) -> io::Result<()>;
+    fn write(
+        &self,
+        path: &Path,
+        body: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>,
+    ) -> io::Result<()>;
 
     /// Create the folder `path` (its parent exists).
     ///
@@ -132,7 +136,8 @@ pub trait Sink: Sync {
             let dir = to.parent().unwrap_or(Path::new("."));
             return std::fs::File::open(dir).and_then(|d| d.sync_all());
         }
-        let bytes = std::fs::read(from).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", from.display())))?;
+        let bytes = std::fs::read(from)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", from.display())))?;
         self.write(to, &mut |w| w.write_all(&bytes))
     }
 }
@@ -142,16 +147,23 @@ pub trait Sink: Sync {
 pub struct PlainSink;
 
 impl Sink for PlainSink {
-    fn write(&self, path: &Path, body: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>) -> io::Result<()> {
+    fn write(
+        &self,
+        path: &Path,
+        body: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>,
+    ) -> io::Result<()> {
         simpler_format::durable::write_atomic(path, |w| body(w))
     }
 
     fn create_dir(&self, path: &Path) -> io::Result<()> {
-        std::fs::create_dir(path).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))
+        std::fs::create_dir(path)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))
     }
 }
 
-fn json_to(v: &(impl serde::Serialize + ?Sized)) -> impl FnMut(&mut dyn Write) -> io::Result<()> + '_ {
+fn json_to(
+    v: &(impl serde::Serialize + ?Sized),
+) -> impl FnMut(&mut dyn Write) -> io::Result<()> + '_ {
     move |w| {
         let mut b = BufWriter::with_capacity(1 << 16, &mut *w);
         serde_json::to_writer(&mut b, v).map_err(io::Error::other)?;
@@ -161,11 +173,18 @@ fn json_to(v: &(impl serde::Serialize + ?Sized)) -> impl FnMut(&mut dyn Write) -
 }
 
 /// Write the trace of `t` on another thread while `rest` runs here.
-fn with_trace<R>(sink: &dyn Sink, path: &Path, t: &Timeline, rest: impl FnOnce() -> io::Result<R>) -> io::Result<R> {
+fn with_trace<R>(
+    sink: &dyn Sink,
+    path: &Path,
+    t: &Timeline,
+    rest: impl FnOnce() -> io::Result<R>,
+) -> io::Result<R> {
     std::thread::scope(|s| {
         let trace = s.spawn(|| sink.write(path, &mut |w| crate::perfetto::write_perfetto(t, w)));
         let r = rest();
-        let tr = trace.join().unwrap_or_else(|_| Err(io::Error::other("the trace writer panicked")));
+        let tr = trace
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the trace writer panicked")));
         tr.and(r)
     })
 }
@@ -234,8 +253,13 @@ pub fn write_run(
     let pt = Timeline::from_files(&precs, Some(&deps), Some(&names));
     with_trace(sink, &dir.join(PERFETTO_FILE), &pt, || {
         sink.write(&dir.join(RECORDS_FILE), &mut json_to(&precs))?;
-        sink.write(&dir.join(PMU_FILE), &mut |w| crate::predicted::write_pmu(&g, &p, w))?;
-        for (name, v) in [(DEPS_FILE, &deps as &dyn erased::Ser), (map_name.as_str(), &names)] {
+        sink.write(&dir.join(PMU_FILE), &mut |w| {
+            crate::predicted::write_pmu(&g, &p, w)
+        })?;
+        for (name, v) in [
+            (DEPS_FILE, &deps as &dyn erased::Ser),
+            (map_name.as_str(), &names),
+        ] {
             match out.observed {
                 true => sink.link(&run_dir.join(name), &dir.join(name))?,
                 false => sink.write(&dir.join(name), &mut |w| v.to(w))?,

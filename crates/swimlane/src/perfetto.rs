@@ -290,7 +290,12 @@ fn write_events(t: &Timeline, w: &mut dyn Write) -> io::Result<()> {
             emit(
                 w,
                 &mut first,
-                &meta("thread_sort_index", tr.pid, tid, Args::Sort { sort_index: tid }),
+                &meta(
+                    "thread_sort_index",
+                    tr.pid,
+                    tid,
+                    Args::Sort { sort_index: tid },
+                ),
             )?;
         }
         for (s, &lane) in tr.slices.iter().zip(&lanes) {

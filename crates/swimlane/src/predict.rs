@@ -266,10 +266,8 @@ pub fn predict(g: &Graph, shape: ChipShape, p: &ChipParams) -> Prediction {
             heap.push(Reverse((ready, i, b as u32)));
         }
     };
-    for i in 0..n {
-        if fanin[i] == 0 {
-            release(i, &mut heap, 0);
-        }
+    for (i, _) in fanin.iter().enumerate().filter(|(_, &f)| f == 0) {
+        release(i, &mut heap, 0);
     }
     let mut finished: Vec<usize> = Vec::new();
     while let Some(Reverse((ready, i, b))) = heap.pop() {

@@ -60,7 +60,11 @@ fn the_perfetto_trace_packs_overlaps_into_lanes_and_passes_the_check() {
     // Two dispatches overlapping on core 1 (a corrupt or queued record):
     // the writer must still produce non-overlapping tracks.
     let (r, d, n) = crate::synth::files(
-        &[(1, 0, 10, 50, 5, 55), (1, 1, 20, 30, 6, 35), (1, 2, 40, 60, 7, 65)],
+        &[
+            (1, 0, 10, 50, 5, 55),
+            (1, 1, 20, 30, 6, 35),
+            (1, 2, 40, 60, 7, 65),
+        ],
         &[(0, [-1, 1, -1]), (1, [-1, 1, -1]), (2, [-1, 1, -1])],
         &[(0, 2)],
     );
@@ -70,12 +74,24 @@ fn the_perfetto_trace_packs_overlaps_into_lanes_and_passes_the_check() {
     let st = simpler_swimlane::check::check_perfetto(&out).unwrap();
     assert_eq!(st.flows, 1);
     let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
-    let names: Vec<&str> = v["traceEvents"].as_array().unwrap().iter()
+    let names: Vec<&str> = v["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
         .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
-        .filter_map(|e| e["args"]["name"].as_str()).collect();
-    assert!(names.contains(&"AIV_0") && names.contains(&"AIV_0 #1"), "{names:?}");
-    let slices: Vec<&str> = v["traceEvents"].as_array().unwrap().iter()
-        .filter(|e| e["ph"] == "X" && e["pid"] == 1).filter_map(|e| e["name"].as_str()).collect();
+        .filter_map(|e| e["args"]["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"AIV_0") && names.contains(&"AIV_0 #1"),
+        "{names:?}"
+    );
+    let slices: Vec<&str> = v["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["pid"] == 1)
+        .filter_map(|e| e["name"].as_str())
+        .collect();
     assert_eq!(slices, ["add(r0t0)", "add(r0t1)", "add(r0t2)"]);
     // The checker itself catches an overlap.
     let bad = br#"{"traceEvents":[{"ph":"X","pid":1,"tid":1,"ts":0,"dur":10,"name":"a"},

@@ -6,11 +6,17 @@ use simpler_core::topology::Subtask;
 use simpler_runtime::swimlane::DispatchCost;
 use simpler_swimlane::{
     critical,
-    predict::{predict, static_critical_path, ChipParams, ChipShape, Graph, GraphTask, Member, Prediction, TaskShape},
+    predict::{
+        predict, static_critical_path, ChipParams, ChipShape, Graph, GraphTask, Member, Prediction,
+        TaskShape,
+    },
 };
 
 fn cost(cycles: u64) -> DispatchCost {
-    DispatchCost { cycles, ..Default::default() }
+    DispatchCost {
+        cycles,
+        ..Default::default()
+    }
 }
 
 fn task(id: u64, shape: TaskShape, blocks: u32, cycles: &mut impl FnMut() -> u64) -> GraphTask {
@@ -22,7 +28,18 @@ fn task(id: u64, shape: TaskShape, blocks: u32, cycles: &mut impl FnMut() -> u64
     GraphTask {
         id,
         shape,
-        blocks: (0..blocks).map(|_| members.iter().map(|&s| Member { subtask: s, func: s.id(), cost: cost(cycles()) }).collect()).collect(),
+        blocks: (0..blocks)
+            .map(|_| {
+                members
+                    .iter()
+                    .map(|&s| Member {
+                        subtask: s,
+                        func: s.id(),
+                        cost: cost(cycles()),
+                    })
+                    .collect()
+            })
+            .collect(),
     }
 }
 
@@ -46,7 +63,11 @@ fn random_graph(seed: u64, n: usize) -> Graph {
 }
 
 fn shape(clusters: u32, scheds: u32) -> ChipShape {
-    ChipShape { clusters, sched_threads: scheds, clock_hz: 1_850_000_000 }
+    ChipShape {
+        clusters,
+        sched_threads: scheds,
+        clock_hz: 1_850_000_000,
+    }
 }
 
 /// No core runs two dispatches at once; every dependency is respected.
@@ -61,11 +82,32 @@ fn sound(g: &Graph, p: &Prediction, params: &ChipParams) {
             assert!(w[0].1 <= w[1].0, "core runs two dispatches at once: {w:?}");
         }
     }
-    let done = |t: usize| p.dispatches.iter().filter(|d| d.task == t).map(|d| d.finish).max().unwrap();
-    let start = |t: usize| p.dispatches.iter().filter(|d| d.task == t).map(|d| d.start).min().unwrap();
+    let done = |t: usize| {
+        p.dispatches
+            .iter()
+            .filter(|d| d.task == t)
+            .map(|d| d.finish)
+            .max()
+            .unwrap()
+    };
+    let start = |t: usize| {
+        p.dispatches
+            .iter()
+            .filter(|d| d.task == t)
+            .map(|d| d.start)
+            .min()
+            .unwrap()
+    };
     for &(a, b) in &g.edges {
-        let earliest = done(a) + params.release_latency_cycles + params.sched_dispatch_cycles + params.dispatch_latency_cycles;
-        assert!(start(b) >= earliest, "task {b} started at {} before {a} released it ({earliest})", start(b));
+        let earliest = done(a)
+            + params.release_latency_cycles
+            + params.sched_dispatch_cycles
+            + params.dispatch_latency_cycles;
+        assert!(
+            start(b) >= earliest,
+            "task {b} started at {} before {a} released it ({earliest})",
+            start(b)
+        );
     }
 }
 
@@ -122,29 +164,58 @@ proptest! {
 #[test]
 fn a_mix_block_holds_its_cluster_until_its_slowest_member_ends() {
     let mut n = 0;
-    let mut c = || { n += 1; [100, 5000, 300][(n - 1) % 3] };
+    let mut c = || {
+        n += 1;
+        [100, 5000, 300][(n - 1) % 3]
+    };
     let mix = task(0, TaskShape::Mix, 1, &mut c);
     let mut c2 = || 10;
     let aiv = task(1, TaskShape::Aiv, 1, &mut c2);
-    let g = Graph { tasks: vec![mix, aiv], edges: vec![] };
+    let g = Graph {
+        tasks: vec![mix, aiv],
+        edges: vec![],
+    };
     let params = ChipParams::default();
     let p = predict(&g, shape(1, 1), &params);
-    let mix_end = p.dispatches.iter().filter(|d| d.task == 0).map(|d| d.end).max().unwrap();
+    let mix_end = p
+        .dispatches
+        .iter()
+        .filter(|d| d.task == 0)
+        .map(|d| d.end)
+        .max()
+        .unwrap();
     let aiv_start = p.dispatches.iter().find(|d| d.task == 1).unwrap().start;
-    assert!(aiv_start >= mix_end, "the AIV task started at {aiv_start}, inside the MIX block (ends {mix_end})");
-    let mix_starts: Vec<u64> = p.dispatches.iter().filter(|d| d.task == 0).map(|d| d.start).collect();
-    assert!(mix_starts.windows(2).all(|w| w[0] == w[1]), "members start together");
+    assert!(
+        aiv_start >= mix_end,
+        "the AIV task started at {aiv_start}, inside the MIX block (ends {mix_end})"
+    );
+    let mix_starts: Vec<u64> = p
+        .dispatches
+        .iter()
+        .filter(|d| d.task == 0)
+        .map(|d| d.start)
+        .collect();
+    assert!(
+        mix_starts.windows(2).all(|w| w[0] == w[1]),
+        "members start together"
+    );
 }
 
 #[test]
 fn a_single_dispatch_takes_its_cycles_plus_the_documented_latencies() {
     let mut c = || 12_345;
-    let g = Graph { tasks: vec![task(7, TaskShape::Aiv, 1, &mut c)], edges: vec![] };
+    let g = Graph {
+        tasks: vec![task(7, TaskShape::Aiv, 1, &mut c)],
+        edges: vec![],
+    };
     let params = ChipParams::default();
     let p = predict(&g, shape(8, 3), &params);
     let d = &p.dispatches[0];
     assert_eq!(d.end - d.start, 12_345);
-    assert_eq!(d.start, params.sched_dispatch_cycles + params.dispatch_latency_cycles);
+    assert_eq!(
+        d.start,
+        params.sched_dispatch_cycles + params.dispatch_latency_cycles
+    );
     assert_eq!(p.makespan, d.end);
     assert_eq!(d.finish, d.end + params.finish_latency_cycles);
 }

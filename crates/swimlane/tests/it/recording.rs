@@ -33,39 +33,82 @@ fn bump(core: &mut Core, args: &Args) -> KResult<()> {
 }
 
 fn runtime(swimlane: Option<SwimlaneConfig>) -> Runtime {
-    let cfg = RuntimeConfig { clusters: 2, sched_threads: 2, gm_bytes: 1 << 22, swimlane, ..Default::default() };
-    Runtime::new(cfg, vec![
-        KernelDef::new(0, "add_scalar", CoreType::Aiv, add_scalar),
-        KernelDef::new(1, "bump", CoreType::Aiv, bump),
-    ]).unwrap()
+    let cfg = RuntimeConfig {
+        clusters: 2,
+        sched_threads: 2,
+        gm_bytes: 1 << 22,
+        swimlane,
+        ..Default::default()
+    };
+    Runtime::new(
+        cfg,
+        vec![
+            KernelDef::new(0, "add_scalar", CoreType::Aiv, add_scalar),
+            KernelDef::new(1, "bump", CoreType::Aiv, bump),
+        ],
+    )
+    .unwrap()
 }
 
 const SHAPE: [u32; 2] = [4, 8];
 
 /// Returns the per-task `Submitted::deps`, the output bits, and the log.
-fn run(level: u8, predict: bool) -> (Vec<(TaskId, Vec<TaskId>)>, Vec<u32>, Option<SwimlaneLog>) {
+/// Each task and the producers the run made it wait for.
+type Subs = Vec<(TaskId, Vec<TaskId>)>;
+
+fn run(level: u8, predict: bool) -> (Subs, Vec<u32>, Option<SwimlaneLog>) {
     let cost = predict.then(|| simpler_swimlane::predicted::pipe_cost(TimingParams::a2a3()));
     let rt = runtime((level > 0).then(|| SwimlaneConfig { level, cost }));
-    let a = rt.upload_pod(&[0.5f32; 32], &SHAPE, DType::Float32).unwrap();
+    let a = rt
+        .upload_pod(&[0.5f32; 32], &SHAPE, DType::Float32)
+        .unwrap();
     let y = rt.alloc_tensor(&SHAPE, DType::Float32).unwrap();
     let out = rt.alloc_tensor(&SHAPE, DType::Float32).unwrap();
     let mut subs = Vec::new();
-    rt.run(&OrchArgs::new().tensor(a).inout(y).output(out), |o, args| {
-        let (a, y, out) = (args.tensor_at(0)?, args.tensor_at(1)?, args.tensor_at(2)?);
-        let info = TensorInfo::new(&SHAPE, DType::Float32);
-        let t1 = o.submit(Kernels::Aiv(0), TaskArgs::new().input(&a).output(info.clone()).scalar_f32(1.0))?;
-        let t2 = o.submit(Kernels::Aiv(0), TaskArgs::new().input(&t1.outputs[0]).output_existing(&y).scalar_f32(2.0))?;
-        let t3 = o.submit(Kernels::Aiv(1), TaskArgs::new().inout(&y).scalar_f32(3.0))?;
-        // Wait until t3 finished: the next reader of y needs no wait in
-        // the run, but the graph still has the edge.
-        o.read_scalar(&y, 0)?;
-        let t4 = o.submit(Kernels::Aiv(0), TaskArgs::new().input(&y).output_existing(&out).scalar_f32(0.0).after(t1.task_id))?;
-        for s in [t1, t2, t3, t4] {
-            subs.push((s.task_id, s.deps));
-        }
-        Ok(())
-    }).unwrap();
-    let bits = rt.download_pod::<f32>(&out).unwrap().iter().map(|v| v.to_bits()).collect();
+    rt.run(
+        &OrchArgs::new().tensor(a).inout(y).output(out),
+        |o, args| {
+            let (a, y, out) = (args.tensor_at(0)?, args.tensor_at(1)?, args.tensor_at(2)?);
+            let info = TensorInfo::new(&SHAPE, DType::Float32);
+            let t1 = o.submit(
+                Kernels::Aiv(0),
+                TaskArgs::new()
+                    .input(&a)
+                    .output(info.clone())
+                    .scalar_f32(1.0),
+            )?;
+            let t2 = o.submit(
+                Kernels::Aiv(0),
+                TaskArgs::new()
+                    .input(&t1.outputs[0])
+                    .output_existing(&y)
+                    .scalar_f32(2.0),
+            )?;
+            let t3 = o.submit(Kernels::Aiv(1), TaskArgs::new().inout(&y).scalar_f32(3.0))?;
+            // Wait until t3 finished: the next reader of y needs no wait in
+            // the run, but the graph still has the edge.
+            o.read_scalar(&y, 0)?;
+            let t4 = o.submit(
+                Kernels::Aiv(0),
+                TaskArgs::new()
+                    .input(&y)
+                    .output_existing(&out)
+                    .scalar_f32(0.0)
+                    .after(t1.task_id),
+            )?;
+            for s in [t1, t2, t3, t4] {
+                subs.push((s.task_id, s.deps));
+            }
+            Ok(())
+        },
+    )
+    .unwrap();
+    let bits = rt
+        .download_pod::<f32>(&out)
+        .unwrap()
+        .iter()
+        .map(|v| v.to_bits())
+        .collect();
     (subs, bits, rt.take_swimlane())
 }
 
@@ -74,16 +117,28 @@ fn recorded_edges_are_the_whole_graph_with_their_sources() {
     let (subs, _, log) = run(4, false);
     let log = log.unwrap();
     let ids: Vec<TaskId> = subs.iter().map(|s| s.0).collect();
-    let edge = |p: usize, s: usize| log.edges.iter().find(|e| e.pred == ids[p] && e.succ == ids[s]).copied();
+    let edge = |p: usize, s: usize| {
+        log.edges
+            .iter()
+            .find(|e| e.pred == ids[p] && e.succ == ids[s])
+            .copied()
+    };
     // Every edge the run waited for is recorded.
     for (succ, deps) in &subs {
         for d in deps {
-            assert!(log.edges.iter().any(|e| e.pred == *d && e.succ == *succ), "{d} -> {succ} missing");
+            assert!(
+                log.edges.iter().any(|e| e.pred == *d && e.succ == *succ),
+                "{d} -> {succ} missing"
+            );
         }
     }
     assert_eq!(edge(0, 1).unwrap().source, EdgeSource::Creator);
     let e = edge(1, 2).unwrap();
-    assert_eq!((e.source, e.flags), (EdgeSource::TensorMap, 1 | 2), "inout after a writer: RAW and WAW");
+    assert_eq!(
+        (e.source, e.flags),
+        (EdgeSource::TensorMap, 1 | 2),
+        "inout after a writer: RAW and WAW"
+    );
     // t3 had finished when t4 was submitted: the run needed no wait…
     assert!(!subs[3].1.contains(&ids[2]), "{:?}", subs[3]);
     // …but the graph has the edge.
@@ -103,7 +158,14 @@ fn each_dispatch_has_ordered_times_and_respects_its_dependencies() {
     assert!(log.submits.is_empty(), "submits are level 4");
     assert!(log.sched_phases.iter().flatten().any(|p| p.pop_hit > 0));
     for d in &log.dispatches {
-        assert!(d.dispatch >= 1 && d.dispatch <= d.receive && d.receive <= d.start && d.start <= d.end && d.end <= d.finish, "{d:?}");
+        assert!(
+            d.dispatch >= 1
+                && d.dispatch <= d.receive
+                && d.receive <= d.start
+                && d.start <= d.end
+                && d.end <= d.finish,
+            "{d:?}"
+        );
     }
     let mut per_core: std::collections::BTreeMap<u32, Vec<u64>> = Default::default();
     for d in &log.dispatches {
@@ -132,7 +194,10 @@ fn recording_is_off_by_default_and_level_1_keeps_only_core_times() {
 fn predict_times_each_dispatch_like_a_replay_and_changes_no_result() {
     let (_, plain, _) = run(0, false);
     let (_, predicted, log) = run(2, true);
-    assert_eq!(plain, predicted, "recording instructions changed the results");
+    assert_eq!(
+        plain, predicted,
+        "recording instructions changed the results"
+    );
     let log = log.unwrap();
     // The same kernel recorded alone, on its own GM, timed by the model.
     let gm = Arc::new(Gm::new(1 << 20).unwrap());
