@@ -172,23 +172,6 @@ fn json_to(
     }
 }
 
-/// Write the trace of `t` on another thread while `rest` runs here.
-fn with_trace<R>(
-    sink: &dyn Sink,
-    path: &Path,
-    t: &Timeline,
-    rest: impl FnOnce() -> io::Result<R>,
-) -> io::Result<R> {
-    std::thread::scope(|s| {
-        let trace = s.spawn(|| sink.write(path, &mut |w| crate::perfetto::write_perfetto(t, w)));
-        let r = rest();
-        let tr = trace
-            .join()
-            .unwrap_or_else(|_| Err(io::Error::other("the trace writer panicked")));
-        tr.and(r)
-    })
-}
-
 /// What `--predict` printed and wrote.
 #[derive(Debug, Clone)]
 pub struct PredictSummary {
@@ -218,7 +201,8 @@ pub struct Outputs {
 /// Write a recorded run's files into `run_dir` (`observed`), and with
 /// `predict` the `predicted/` folder: records at the device clock, deps and
 /// name map (linked to the observed ones when written), Perfetto trace and
-/// `pmu.csv`. Independent files are written two at a time.
+/// `pmu.csv`. `deps.json` (the largest file) is built and written on a
+/// thread of its own while the rest is computed and written here.
 ///
 /// # Errors
 /// Write failures, naming the file (from `sink`).
@@ -230,64 +214,80 @@ pub fn write_run(
     out: Outputs,
     sink: &dyn Sink,
 ) -> io::Result<Option<PredictSummary>> {
-    let deps = crate::record::deps(log);
     let names = crate::record::name_map(log, workload, case);
     let map_name = name_map_file(workload, case);
-    if out.observed {
-        let records = crate::record::records(log);
-        let t = Timeline::from_files(&records, Some(&deps), Some(&names));
-        with_trace(sink, &run_dir.join(PERFETTO_FILE), &t, || {
-            sink.write(&run_dir.join(RECORDS_FILE), &mut json_to(&records))?;
-            sink.write(&run_dir.join(DEPS_FILE), &mut json_to(&deps))?;
-            sink.write(&run_dir.join(&map_name), &mut json_to(&names))
-        })?;
-    }
-    let Some((shape, params)) = out.predict else {
-        return Ok(None);
-    };
     let dir = run_dir.join(PREDICTED_DIR);
-    sink.create_dir(&dir)?;
-    let (g, missing) = crate::predicted::graph_of(log);
-    let p = crate::predict::predict(&g, shape, &params);
-    let precs = crate::predicted::records_of(&g, &p, shape.clusters, shape.clock_hz);
-    let pt = Timeline::from_files(&precs, Some(&deps), Some(&names));
-    with_trace(sink, &dir.join(PERFETTO_FILE), &pt, || {
-        sink.write(&dir.join(RECORDS_FILE), &mut json_to(&precs))?;
-        sink.write(&dir.join(PMU_FILE), &mut |w| {
-            crate::predicted::write_pmu(&g, &p, w)
-        })?;
-        for (name, v) in [
-            (DEPS_FILE, &deps as &dyn erased::Ser),
-            (map_name.as_str(), &names),
-        ] {
-            match out.observed {
-                true => sink.link(&run_dir.join(name), &dir.join(name))?,
-                false => sink.write(&dir.join(name), &mut |w| v.to(w))?,
+    if out.predict.is_some() {
+        sink.create_dir(&dir)?;
+    }
+    // Where deps.json and the name map are written; the predicted folder
+    // links to them when both are.
+    let home = if out.observed { run_dir } else { dir.as_path() };
+    std::thread::scope(|s| {
+        let deps = s.spawn(|| -> io::Result<()> {
+            sink.write(
+                &home.join(DEPS_FILE),
+                &mut json_to(&crate::record::deps(log)),
+            )?;
+            sink.write(&home.join(&map_name), &mut json_to(&names))?;
+            if out.observed && out.predict.is_some() {
+                for name in [DEPS_FILE, map_name.as_str()] {
+                    sink.link(&run_dir.join(name), &dir.join(name))?;
+                }
             }
-        }
-        Ok(())
+            Ok(())
+        });
+        let graph = crate::record::graph(log);
+        let rest = (|| {
+            if out.observed {
+                let records = crate::record::records(log);
+                sink.write(&run_dir.join(RECORDS_FILE), &mut json_to(&records))?;
+                let t = Timeline::from_files(&records, Some(&graph), Some(&names));
+                sink.write(&run_dir.join(PERFETTO_FILE), &mut |w| {
+                    crate::perfetto::write_perfetto(&t, w)
+                })?;
+            }
+            match out.predict {
+                Some((shape, params)) => {
+                    write_predicted(&dir, log, &graph, &names, shape, &params, sink).map(Some)
+                }
+                None => Ok(None),
+            }
+        })();
+        let d = deps
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the deps.json writer panicked")));
+        d.and(rest)
+    })
+}
+
+/// The `predicted/` files but deps and name map.
+fn write_predicted(
+    dir: &Path,
+    log: &SwimlaneLog,
+    graph: &Deps,
+    names: &NameMap,
+    shape: ChipShape,
+    params: &ChipParams,
+    sink: &dyn Sink,
+) -> io::Result<PredictSummary> {
+    let (g, missing) = crate::predicted::graph_of(log);
+    let p = crate::predict::predict(&g, shape, params);
+    let precs = crate::predicted::records_of(&g, &p, shape.clusters, shape.clock_hz);
+    sink.write(&dir.join(RECORDS_FILE), &mut json_to(&precs))?;
+    sink.write(&dir.join(PMU_FILE), &mut |w| {
+        crate::predicted::write_pmu(&g, &p, w)
     })?;
-    Ok(Some(PredictSummary {
+    let pt = Timeline::from_files(&precs, Some(graph), Some(names));
+    sink.write(&dir.join(PERFETTO_FILE), &mut |w| {
+        crate::perfetto::write_perfetto(&pt, w)
+    })?;
+    Ok(PredictSummary {
         makespan: p.makespan,
         timeline: pt,
         static_path: crate::predict::static_critical_path(&g),
         work: p.dispatches.iter().map(|d| d.member.cost.cycles).sum(),
         bottlenecks: crate::predicted::bottlenecks(&p),
         missing,
-    }))
-}
-
-/// Serializing two different types through one loop.
-mod erased {
-    use std::io::{self, Write};
-
-    pub trait Ser {
-        fn to(&self, w: &mut dyn Write) -> io::Result<()>;
-    }
-
-    impl<T: serde::Serialize> Ser for T {
-        fn to(&self, w: &mut dyn Write) -> io::Result<()> {
-            super::json_to(self)(w)
-        }
-    }
+    })
 }

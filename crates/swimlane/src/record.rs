@@ -188,6 +188,54 @@ fn dep_task(t: &TaskRecord, ids: &mut TensorIds) -> DepTask {
     }
 }
 
+/// The graph alone — tasks with their kernels, edges with their source,
+/// no arguments or geometry: what a [`crate::Timeline`] needs, quick to
+/// build.
+pub fn graph(log: &SwimlaneLog) -> Deps {
+    Deps {
+        schema_version: Some(SWIMLANE_SCHEMA_VERSION),
+        tasks: log
+            .tasks
+            .iter()
+            .map(|t| DepTask {
+                task_id: Dec64(t.task_id.0),
+                scope: t.scope,
+                kernel_ids: t.kernel_ids.map(|k| k.map_or(-1, i64::from)),
+                block_num: t.block_num,
+                args: Vec::new(),
+            })
+            .collect(),
+        tensors: Vec::new(),
+        edges: log
+            .edges
+            .iter()
+            .map(|e| DepEdge {
+                pred: Dec64(e.pred.0),
+                succ: Dec64(e.succ.0),
+                arg: e.arg.map_or(-1, i64::from),
+                source: Cow::Borrowed(source_name(e.source)),
+                flags: e.flags,
+                overlap: Cow::Borrowed(""),
+                tensor_id: None,
+                consumer_shape: None,
+                consumer_start_offset: None,
+                consumer_strides: None,
+                producer_shape: None,
+                producer_start_offset: None,
+                producer_strides: None,
+            })
+            .collect(),
+    }
+}
+
+fn source_name(s: EdgeSource) -> &'static str {
+    match s {
+        EdgeSource::Creator => source::CREATOR,
+        EdgeSource::TensorMap => source::TENSORMAP,
+        EdgeSource::Explicit => source::EXPLICIT,
+    }
+}
+
 /// `deps.json` of a recorded run.
 pub fn deps(log: &SwimlaneLog) -> Deps {
     let mut ids = TensorIds::default();
@@ -221,12 +269,7 @@ pub fn deps(log: &SwimlaneLog) -> Deps {
                 pred: Dec64(e.pred.0),
                 succ: Dec64(e.succ.0),
                 arg: e.arg.map_or(-1, i64::from),
-                source: match e.source {
-                    EdgeSource::Creator => source::CREATOR,
-                    EdgeSource::TensorMap => source::TENSORMAP,
-                    EdgeSource::Explicit => source::EXPLICIT,
-                }
-                .into(),
+                source: Cow::Borrowed(source_name(e.source)),
                 flags: e.flags,
                 overlap: Cow::Borrowed(overlap),
                 tensor_id: consumer.map(|c| Dec64(ids.id(&c.1))),

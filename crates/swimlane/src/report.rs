@@ -91,7 +91,39 @@ pub fn render_path(t: &Timeline, cp: &CriticalPath, top: usize) -> String {
     if cp.links.len() > top {
         let _ = writeln!(s, "      … {} more (--top)", cp.links.len() - top);
     }
+    if let Some(first) = cp.links.first() {
+        head_line(&mut s, t, first.task, first.span.start);
+    }
     s
+}
+
+/// What held the chain's first task back: its submit (level 4) and the
+/// run's first kernel start.
+fn head_line(s: &mut String, t: &Timeline, task: u64, start: u64) {
+    let t0 = t.t0();
+    let first_kernel = t.dispatches.iter().map(|d| d.start).min().unwrap_or(start);
+    let at = |c: u64| t.us(c.saturating_sub(t0));
+    match t.submits.iter().find(|p| p.task_id.0 == task) {
+        Some(p) => {
+            let _ = writeln!(
+                s,
+                "The chain's first task ({}) was submitted at {:.3} µs and started {:.3} µs later; the run's first kernel started at {:.3} µs.",
+                task_label(task),
+                at(p.end_cycles),
+                t.us(start.saturating_sub(p.end_cycles)),
+                at(first_kernel)
+            );
+        }
+        None => {
+            let _ = writeln!(
+                s,
+                "The chain's first task ({}) started at {:.3} µs; the run's first kernel at {:.3} µs (submit times need level 4).",
+                task_label(task),
+                at(start),
+                at(first_kernel)
+            );
+        }
+    }
 }
 
 /// The scheduler overhead summary.
