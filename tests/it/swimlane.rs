@@ -223,7 +223,7 @@ fn the_report_matches_figures_computed_from_the_raw_records() {
         .lines()
         .skip_while(|l| !l.contains("task µs"))
         .skip(1)
-        .take_while(|l| !l.trim().is_empty())
+        .take_while(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
         .map(|l| l.split_whitespace().collect())
         .collect();
     assert_eq!(rows.len(), chain.len(), "{out}");
