@@ -55,8 +55,9 @@ pub fn render_table(t: &Timeline) -> String {
     s
 }
 
-/// The critical path, at most `top` links listed.
-pub fn render_path(t: &Timeline, cp: &CriticalPath, top: usize) -> String {
+/// The critical path, at most `top` links listed; `observed` adds what
+/// held its first task back (a prediction submits every task at cycle 0).
+pub fn render_path(t: &Timeline, cp: &CriticalPath, top: usize, observed: bool) -> String {
     let wall = t.wall();
     let mut s = format!(
         "Critical path: {} tasks, {:.3} µs of {:.3} µs wall ({}); {:.3} µs in tasks, {:.3} µs waiting between them\n",
@@ -91,8 +92,9 @@ pub fn render_path(t: &Timeline, cp: &CriticalPath, top: usize) -> String {
     if cp.links.len() > top {
         let _ = writeln!(s, "      … {} more (--top)", cp.links.len() - top);
     }
-    if let Some(first) = cp.links.first() {
-        head_line(&mut s, t, first.task, first.span.start);
+    match cp.links.first() {
+        Some(first) if observed => head_line(&mut s, t, first.task, first.span.start),
+        _ => {}
     }
     s
 }
@@ -184,7 +186,7 @@ pub fn render(t: &Timeline, top: usize) -> String {
     s.push('\n');
     s.push_str(&render_table(t));
     s.push('\n');
-    s.push_str(&render_path(t, &critical::observed(t), top));
+    s.push_str(&render_path(t, &critical::observed(t), top, true));
     s.push('\n');
     s.push_str(&render_overhead(t));
     s
@@ -222,6 +224,6 @@ pub fn render_prediction(p: &PredictSummary, arch: &str, clusters: u32, top: usi
             100.0 * share
         );
     }
-    s.push_str(&render_path(t, &cp, top));
+    s.push_str(&render_path(t, &cp, top, false));
     s
 }
