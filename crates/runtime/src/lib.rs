@@ -42,6 +42,7 @@ mod args;
 mod cancel;
 mod config;
 mod core_slot;
+mod core_thread;
 mod error;
 mod kernels;
 mod orchestrator;

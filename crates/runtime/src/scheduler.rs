@@ -1,4 +1,5 @@
-//! Scheduler threads and core threads: the device side of a run.
+//! Scheduler threads and core threads: the device side of a run (the core
+//! threads' loop is in `crate::core_thread`).
 //!
 //! State is split by who may touch it:
 //! - [`Shared`]: ready queues (one per task shape), error/abort flags, counters;
@@ -26,7 +27,6 @@
 //! so a stopped run can say what was running where (`crate::snapshot`).
 
 use std::{
-    panic::AssertUnwindSafe,
     sync::{
         atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering},
         Arc,
@@ -49,11 +49,11 @@ use simpler_core::{
     topology::{core_id, Subtask},
     ChipTensor,
 };
-use simpler_isa::{Args, Core};
+use simpler_isa::Core;
 
 use crate::{
     core_slot::CoreSlot,
-    swimlane::{stamp, CoreStamps, CostFn, PhaseKind, SchedPhaseRecord, SchedRecorder},
+    swimlane::{stamp, CoreStamps, PhaseKind, SchedPhaseRecord, SchedRecorder},
     task::{Member, Task},
     RuntimeError, Shape, SwimlaneConfig,
 };
@@ -242,6 +242,15 @@ impl Shared {
         }
     }
 
+    /// Hand a finished dispatch to scheduler `sched`; wake it when `urgent`.
+    pub(crate) fn complete(&self, sched: usize, c: Completion, urgent: bool) {
+        let sig = &self.scheds[sched];
+        sig.done.push(c);
+        if urgent {
+            sig.wake_if_sleeping();
+        }
+    }
+
     fn notify_orchestrator(&self) {
         if self.orch_waiting.load(Ordering::Acquire) {
             self.orch.unpark();
@@ -250,22 +259,23 @@ impl Shared {
 }
 
 /// A dispatch on its way to a core.
-struct Dispatch {
-    task: Arc<Task>,
-    member: Member,
-    subtask: Subtask,
-    block: u32,
-    payload: u64,
+pub(crate) struct Dispatch {
+    pub task: Arc<Task>,
+    pub member: Member,
+    pub subtask: Subtask,
+    pub block: u32,
+    pub payload: u64,
 }
 
 /// A finished dispatch on its way back.
 pub(crate) struct Completion {
-    core: usize,
+    /// Index of the core in its scheduler's list.
+    pub core: usize,
     pub task: Arc<Task>,
     pub block: u32,
     pub result: Result<(), RuntimeError>,
     /// What the core measured (`--swimlane` only).
-    stamps: Option<CoreStamps>,
+    pub stamps: Option<CoreStamps>,
 }
 
 struct CoreLink {
@@ -635,113 +645,6 @@ fn finalize(shared: &Shared, task: &Arc<Task>, producer: Option<&mut simpler_dum
     shared.notify_orchestrator();
 }
 
-fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = p.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = p.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "non-string panic payload".into()
-    }
-}
-
-/// A core's view of its scheduler.
-struct CoreCtx {
-    idx: usize,
-    sched: usize,
-    depth: usize,
-    shared: Arc<Shared>,
-    /// Timeline recording: `None` off; `Some(cost)` on, with the
-    /// instruction timer when predicting.
-    rec: Option<Option<CostFn>>,
-}
-
-/// Run one dispatch's kernel, stamping and timing it when recording.
-fn run_kernel(
-    core: &mut Core,
-    ctx: &CoreCtx,
-    d: &Dispatch,
-    args: &Args,
-    received: u64,
-) -> (
-    std::thread::Result<simpler_isa::KResult<()>>,
-    Option<CoreStamps>,
-) {
-    let Some(cost) = &ctx.rec else {
-        let r = std::panic::catch_unwind(AssertUnwindSafe(|| (d.member.func)(core, args)));
-        return (r, None);
-    };
-    let epoch = ctx.shared.epoch;
-    if cost.is_some() {
-        core.start_recording();
-    }
-    let start = stamp(epoch);
-    let r = std::panic::catch_unwind(AssertUnwindSafe(|| (d.member.func)(core, args)));
-    let end = stamp(epoch);
-    let cost = cost.as_ref().map(|f| Box::new(f(&core.take_records())));
-    let stamps = CoreStamps {
-        receive: received,
-        start,
-        end,
-        cost,
-    };
-    (r, Some(stamps))
-}
-
-fn core_main(mut core: Core, ctx: CoreCtx, rx: Receiver<Dispatch>) {
-    let gm = ctx.shared.gm.clone();
-    let slot = &ctx.shared.cores[core.id() as usize];
-    while let Ok(d) = rx.recv() {
-        let received = match ctx.rec {
-            Some(_) => stamp(ctx.shared.epoch),
-            None => 0,
-        };
-        if ctx.shared.forced() {
-            // The run stopped: queued dispatches never start.
-            continue;
-        }
-        core.reset();
-        slot.start(d.task.id, ctx.shared.epoch.elapsed());
-        let args = Args::new(&gm, d.payload);
-        let (r, stamps) = run_kernel(&mut core, &ctx, &d, &args, received);
-        slot.clear();
-        let msg = match r {
-            Ok(Ok(())) => None,
-            Ok(Err(e)) => Some(e.to_string()),
-            Err(p) => Some(format!("kernel panicked: {}", panic_message(p.as_ref()))),
-        };
-        let result = match msg {
-            None => Ok(()),
-            Some(msg) => Err(RuntimeError::Kernel {
-                task_id: d.task.id,
-                func_id: d.member.func_id,
-                kernel: d.member.name,
-                core_type: d.subtask.core_type(),
-                core_id: core.id(),
-                block_idx: d.block,
-                msg,
-            }),
-        };
-        // Wake the scheduler only when it matters: this core's queue runs
-        // low, the run failed, or a finished task has dependents waiting.
-        // Otherwise completions wait in the queue for the next batch.
-        let urgent = result.is_err()
-            || rx.len() <= ctx.depth / 2
-            || (d.task.has_dependents() && d.task.remaining_subtasks() == 1);
-        let sig = &ctx.shared.scheds[ctx.sched];
-        sig.done.push(Completion {
-            core: ctx.idx,
-            task: d.task,
-            block: d.block,
-            result,
-            stamps,
-        });
-        if urgent {
-            sig.wake_if_sleeping();
-        }
-    }
-}
-
 /// Running scheduler and core threads of one run.
 pub(crate) struct Chip {
     pub shared: Arc<Shared>,
@@ -809,7 +712,7 @@ impl Chip {
                     });
                     m[sub.id() as usize] = idx;
                     let core = Core::new(id, sub.core_type(), arch, gm.clone());
-                    let ctx = CoreCtx {
+                    let ctx = crate::core_thread::CoreCtx {
                         idx,
                         sched: s,
                         depth: depth as usize,
@@ -818,7 +721,7 @@ impl Chip {
                     };
                     let h = std::thread::Builder::new()
                         .name(format!("core{id}"))
-                        .spawn(move || core_main(core, ctx, rx))
+                        .spawn(move || crate::core_thread::core_main(core, ctx, rx))
                         .map_err(|e| {
                             RuntimeError::Config(format!("cannot start core thread: {e}"))
                         })?;
