@@ -729,7 +729,8 @@ impl Chip {
                 }
                 owned.push(m);
             }
-            let links_len = links.len();
+            let rec =
+                swimlane.map(|c| SchedRecorder::new(c.level, s as u32, shared.epoch, links.len()));
             let w = Worker {
                 shared: shared.clone(),
                 me: s,
@@ -739,8 +740,7 @@ impl Chip {
                 wake_rx,
                 staging: Vec::new(),
                 producer: dump.map(|d| d.producer()),
-                rec: swimlane
-                    .map(|c| SchedRecorder::new(c.level, s as u32, shared.epoch, links_len)),
+                rec,
                 pops: [0; 2],
             };
             w.publish_free();

@@ -476,55 +476,9 @@ impl EdgeFinder {
 
     fn find_edges(&mut self, task: &Arc<Task>, after: &[TaskId]) {
         let succ = task.id;
-        let always = |_: &(TaskId, u32)| true;
-        let mut found: Vec<(TaskId, u32, u32)> = Vec::new();
         for (i, t) in task.tensors.iter().enumerate() {
-            if matches!(t.role, ArgRole::NoDep | ArgRole::Output) {
-                continue;
-            }
-            let arg = Some(i as u32);
-            let owner = t.desc.owner_task_id;
-            self.add(EdgeRecord {
-                pred: owner,
-                succ,
-                arg,
-                pred_arg: None,
-                source: EdgeSource::Creator,
-                flags: raw_waw(t.role),
-            });
-            let Some(r) = Region::of(&t.desc) else {
-                continue;
-            };
-            found.clear();
-            let read = Access {
-                read: true,
-                write: false,
-            };
-            let f = raw_waw(t.role);
-            self.map.deps_of(t.desc.addr, &r, read, always, |&(p, a)| {
-                found.push((p, a, f))
-            });
-            if t.role.writes_existing() {
-                let write = Access {
-                    read: false,
-                    write: true,
-                };
-                let n = found.len();
-                self.map.deps_of(t.desc.addr, &r, write, always, |&(p, a)| {
-                    if !found[..n].iter().any(|x| x.0 == p) {
-                        found.push((p, a, 4));
-                    }
-                });
-            }
-            for &(pred, a, flags) in &found {
-                self.add(EdgeRecord {
-                    pred,
-                    succ,
-                    arg,
-                    pred_arg: Some(a),
-                    source: EdgeSource::TensorMap,
-                    flags,
-                });
+            if !matches!(t.role, ArgRole::NoDep | ArgRole::Output) {
+                self.tensor_edges(succ, i as u32, t);
             }
         }
         for &pred in after {
@@ -548,8 +502,57 @@ impl EdgeFinder {
                     write: t.role.writes_existing(),
                 };
                 self.map
-                    .register_of(t.desc.addr, r, access, (succ, i as u32), always);
+                    .register_of(t.desc.addr, r, access, (succ, i as u32), |_| true);
             }
+        }
+    }
+
+    /// Edges of the consumer `succ` found through its tensor slot `i`:
+    /// the creator, then the map's writers (RAW/WAW) and, for a writer,
+    /// the readers since (WAR).
+    fn tensor_edges(&mut self, succ: TaskId, i: u32, t: &simpler_core::TaskTensor) {
+        let always = |_: &(TaskId, u32)| true;
+        let f = raw_waw(t.role);
+        self.add(EdgeRecord {
+            pred: t.desc.owner_task_id,
+            succ,
+            arg: Some(i),
+            pred_arg: None,
+            source: EdgeSource::Creator,
+            flags: f,
+        });
+        let Some(r) = Region::of(&t.desc) else {
+            return;
+        };
+        let mut found: Vec<(TaskId, u32, u32)> = Vec::new();
+        let read = Access {
+            read: true,
+            write: false,
+        };
+        self.map.deps_of(t.desc.addr, &r, read, always, |&(p, a)| {
+            found.push((p, a, f))
+        });
+        if t.role.writes_existing() {
+            let write = Access {
+                read: false,
+                write: true,
+            };
+            let n = found.len();
+            self.map.deps_of(t.desc.addr, &r, write, always, |&(p, a)| {
+                if !found[..n].iter().any(|x| x.0 == p) {
+                    found.push((p, a, 4));
+                }
+            });
+        }
+        for (pred, a, flags) in found {
+            self.add(EdgeRecord {
+                pred,
+                succ,
+                arg: Some(i),
+                pred_arg: Some(a),
+                source: EdgeSource::TensorMap,
+                flags,
+            });
         }
     }
 }

@@ -186,13 +186,8 @@ fn check_deps(
     tasks
 }
 
-fn check_records(
-    rec: &Value,
-    tasks: &HashMap<u64, [i64; 3]>,
-    names: Option<&Value>,
-    n: &mut CheckedNumbers,
-    errs: &mut Vec<String>,
-) {
+/// The level and the core types, checking the metadata.
+fn metadata(rec: &Value, errs: &mut Vec<String>) -> (u64, Vec<String>) {
     let level = rec
         .get("chip_swimlane_level")
         .and_then(Value::as_u64)
@@ -218,31 +213,25 @@ fn check_records(
     if md.and_then(|m| m.get("num_cores")).and_then(Value::as_u64) != Some(types.len() as u64) {
         errs.push("metadata.num_cores must equal the length of core_types".into());
     }
-    let n_aic = types.iter().filter(|t| *t == "aic").count() as u64;
-    let aicore = rows(rec, "aicore_tasks", 6, errs);
-    n.dispatches = aicore.len() as u64;
-    let joined: HashSet<(u64, u64)> = match level >= 2 {
-        true => rows(rec, "aicpu_tasks", 4, errs)
-            .iter()
-            .map(|r| (r[0], r[1]))
-            .collect(),
-        false => HashSet::new(),
-    };
-    let map = names
-        .and_then(|m| m.get("callable_id_to_name"))
-        .and_then(Value::as_object);
-    if names.is_some() && map.is_none() {
-        errs.push("name map: callable_id_to_name missing".into());
-    }
-    let mut seen = HashSet::new();
-    for (i, r) in aicore.iter().enumerate() {
+    (level, types)
+}
+
+/// What every aicore row is checked against.
+struct Rows<'a> {
+    level: u64,
+    types: Vec<String>,
+    n_aic: u64,
+    /// `(core_id, reg_task_id)` of the aicpu rows.
+    joined: HashSet<(u64, u64)>,
+    tasks: &'a HashMap<u64, [i64; 3]>,
+    names: Option<&'a serde_json::Map<String, Value>>,
+}
+
+impl Rows<'_> {
+    /// Check row `i`; returns its func id when it resolves.
+    fn check(&self, i: usize, r: &[u64], errs: &mut Vec<String>) -> Option<u32> {
         let (core, task, reg, start, end) = (r[0], r[1], r[2], r[3], r[4]);
-        if !seen.insert((core, reg)) {
-            errs.push(format!(
-                "aicore_tasks[{i}]: (core_id {core}, reg_task_id {reg}) repeats"
-            ));
-        }
-        if level >= 2 && !joined.contains(&(core, reg)) {
+        if self.level >= 2 && !self.joined.contains(&(core, reg)) {
             errs.push(format!(
                 "aicore_tasks[{i}]: no aicpu_tasks row for (core_id {core}, reg_task_id {reg})"
             ));
@@ -252,31 +241,82 @@ fn check_records(
                 "aicore_tasks[{i}]: start {start} / end {end}: need 0 < start <= end"
             ));
         }
-        let Some(k) = tasks.get(&task) else {
+        let Some(k) = self.tasks.get(&task) else {
             errs.push(format!(
                 "aicore_tasks[{i}]: task_token {task} is not a task of deps.json"
             ));
-            continue;
+            return None;
         };
-        let func = match types.get(core as usize).map(String::as_str) {
+        let func = match self.types.get(core as usize).map(String::as_str) {
             Some("aic") => k[0],
-            Some("aiv") if k[1] >= 0 && k[2] >= 0 => k[1 + ((core - n_aic) % 2) as usize],
+            Some("aiv") if k[1] >= 0 && k[2] >= 0 => k[1 + ((core - self.n_aic) % 2) as usize],
             Some("aiv") => k[1].max(k[2]),
             _ => -1,
         };
-        let Ok(func) = u32::try_from(func) else {
+        let func = u32::try_from(func).ok();
+        if func.is_none() {
             errs.push(format!(
                 "aicore_tasks[{i}]: core {core} resolves no func id from kernel_ids {k:?}"
             ));
-            continue;
-        };
-        *n.per_func.entry(func).or_default() += 1;
-        if map.is_some_and(|m| !m.contains_key(&func.to_string())) {
-            errs.push(format!("name map has no name for func {func}"));
+        }
+        func
+    }
+}
+
+fn check_records(
+    rec: &Value,
+    tasks: &HashMap<u64, [i64; 3]>,
+    names: Option<&Value>,
+    n: &mut CheckedNumbers,
+    errs: &mut Vec<String>,
+) {
+    let (level, types) = metadata(rec, errs);
+    let aicore = rows(rec, "aicore_tasks", 6, errs);
+    n.dispatches = aicore.len() as u64;
+    let map = names
+        .and_then(|m| m.get("callable_id_to_name"))
+        .and_then(Value::as_object);
+    if names.is_some() && map.is_none() {
+        errs.push("name map: callable_id_to_name missing".into());
+    }
+    let ctx = Rows {
+        level,
+        n_aic: types.iter().filter(|t| *t == "aic").count() as u64,
+        types,
+        joined: match level >= 2 {
+            true => rows(rec, "aicpu_tasks", 4, errs)
+                .iter()
+                .map(|r| (r[0], r[1]))
+                .collect(),
+            false => HashSet::new(),
+        },
+        tasks,
+        names: map,
+    };
+    let mut seen = HashSet::new();
+    for (i, r) in aicore.iter().enumerate() {
+        if !seen.insert((r[0], r[2])) {
+            errs.push(format!(
+                "aicore_tasks[{i}]: (core_id {}, reg_task_id {}) repeats",
+                r[0], r[2]
+            ));
+        }
+        if let Some(func) = ctx.check(i, r, errs) {
+            *n.per_func.entry(func).or_default() += 1;
         }
     }
+    let mut unnamed: Vec<u32> = n
+        .per_func
+        .keys()
+        .copied()
+        .filter(|f| ctx.names.is_some_and(|m| !m.contains_key(&f.to_string())))
+        .collect();
+    unnamed.sort_unstable();
+    for f in unnamed {
+        errs.push(format!("name map has no name for func {f}"));
+    }
     if level >= 3 {
-        check_phases(rec, types.len(), n, errs);
+        check_phases(rec, ctx.types.len(), n, errs);
     }
     if level >= 4 {
         check_submits(rec, tasks, n, errs);
@@ -395,11 +435,26 @@ pub fn check_perfetto(text: &[u8]) -> Result<PerfettoStats, Vec<String>> {
         tracks: tracks.len() as u64,
         ..Default::default()
     };
-    // Float µs of integer cycles: allow a rounding error, never a real overlap.
-    const EPS: f64 = 1e-6;
-    for (k, spans) in &mut tracks {
+    st.slices = no_overlaps(&mut tracks, &mut errs);
+    st.flows = flows_on_slices(&flows, &tracks, &key, &mut errs);
+    match errs.is_empty() {
+        true => Ok(st),
+        false => Err(errs),
+    }
+}
+
+/// Float µs of integer cycles: a rounding error is allowed, never a real
+/// overlap.
+const EPS: f64 = 1e-6;
+
+type Tracks = HashMap<(String, String), Vec<(f64, f64)>>;
+
+/// Sort each track; report overlapping neighbours. Returns the slices.
+fn no_overlaps(tracks: &mut Tracks, errs: &mut Vec<String>) -> u64 {
+    let mut slices = 0;
+    for (k, spans) in tracks.iter_mut() {
         spans.sort_by(|a, b| a.0.total_cmp(&b.0));
-        st.slices += spans.len() as u64;
+        slices += spans.len() as u64;
         for w in spans.windows(2) {
             if w[0].1 > w[1].0 + EPS || w[0].0 < 0.0 {
                 errs.push(format!(
@@ -409,7 +464,19 @@ pub fn check_perfetto(text: &[u8]) -> Result<PerfettoStats, Vec<String>> {
             }
         }
     }
-    for (id, ends) in &flows {
+    slices
+}
+
+/// Each flow id: one `s` then one `f`, both on a slice of their track.
+/// Returns the flows.
+fn flows_on_slices(
+    flows: &HashMap<u64, Vec<&Value>>,
+    tracks: &Tracks,
+    key: &dyn Fn(&Value) -> (String, String),
+    errs: &mut Vec<String>,
+) -> u64 {
+    let mut n = 0;
+    for (id, ends) in flows {
         let phs: Vec<&str> = ends.iter().filter_map(|e| e["ph"].as_str()).collect();
         if phs != ["s", "f"] {
             errs.push(format!(
@@ -429,10 +496,7 @@ pub fn check_perfetto(text: &[u8]) -> Result<PerfettoStats, Vec<String>> {
                 ));
             }
         }
-        st.flows += 1;
+        n += 1;
     }
-    match errs.is_empty() {
-        true => Ok(st),
-        false => Err(errs),
-    }
+    n
 }

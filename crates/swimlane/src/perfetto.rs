@@ -274,52 +274,65 @@ fn write_events(t: &Timeline, w: &mut dyn Write) -> io::Result<()> {
     // Where each dispatch's slice landed, for the flows.
     let mut at: HashMap<usize, (u32, u32)> = HashMap::new();
     for tr in &tracks {
-        let lanes = pack(&tr.slices);
-        let used = lanes.iter().copied().max().map_or(1, |m| m + 1);
-        for lane in 0..used.min(LANES) {
-            let tid = tr.base_tid + lane;
-            let name = match lane {
-                0 => tr.name.clone(),
-                k => format!("{} #{k}", tr.name),
-            };
-            emit(
-                w,
-                &mut first,
-                &meta("thread_name", tr.pid, tid, Args::Name { name: &name }),
-            )?;
-            emit(
-                w,
-                &mut first,
-                &meta(
-                    "thread_sort_index",
-                    tr.pid,
-                    tid,
-                    Args::Sort { sort_index: tid },
-                ),
-            )?;
-        }
-        for (s, &lane) in tr.slices.iter().zip(&lanes) {
-            let tid = tr.base_tid + lane.min(LANES - 1);
-            if let Some(i) = s.dispatch {
-                at.insert(i, (tr.pid, tid));
-            }
-            let e = Event {
-                name: &s.name,
-                ph: "X",
-                pid: tr.pid,
-                tid,
-                ts: Some(us(s.start)),
-                dur: Some(t.us(s.end.saturating_sub(s.start))),
-                cat: None,
-                id: None,
-                bp: None,
-                args: s.args.clone(),
-            };
-            emit(w, &mut first, &e)?;
-        }
+        write_track(t, w, &mut first, tr, &mut at, &us)?;
     }
     write_flows(t, w, &mut first, &at, &us)?;
     w.write_all(b"\n]}\n")
+}
+
+/// A track's thread names (one per lane used) and its slices.
+fn write_track(
+    t: &Timeline,
+    w: &mut dyn Write,
+    first: &mut bool,
+    tr: &Track,
+    at: &mut HashMap<usize, (u32, u32)>,
+    us: &dyn Fn(u64) -> f64,
+) -> io::Result<()> {
+    let lanes = pack(&tr.slices);
+    let used = lanes.iter().copied().max().map_or(1, |m| m + 1);
+    for lane in 0..used.min(LANES) {
+        let tid = tr.base_tid + lane;
+        let name = match lane {
+            0 => tr.name.clone(),
+            k => format!("{} #{k}", tr.name),
+        };
+        emit(
+            w,
+            first,
+            &meta("thread_name", tr.pid, tid, Args::Name { name: &name }),
+        )?;
+        emit(
+            w,
+            first,
+            &meta(
+                "thread_sort_index",
+                tr.pid,
+                tid,
+                Args::Sort { sort_index: tid },
+            ),
+        )?;
+    }
+    for (s, &lane) in tr.slices.iter().zip(&lanes) {
+        let tid = tr.base_tid + lane.min(LANES - 1);
+        if let Some(i) = s.dispatch {
+            at.insert(i, (tr.pid, tid));
+        }
+        let e = Event {
+            name: &s.name,
+            ph: "X",
+            pid: tr.pid,
+            tid,
+            ts: Some(us(s.start)),
+            dur: Some(t.us(s.end.saturating_sub(s.start))),
+            cat: None,
+            id: None,
+            bp: None,
+            args: s.args.clone(),
+        };
+        emit(w, first, &e)?;
+    }
+    Ok(())
 }
 
 /// Flow arrows: producer's last-ending dispatch → consumer's first.
