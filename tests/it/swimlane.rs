@@ -217,6 +217,10 @@ fn the_report_matches_figures_computed_from_the_raw_records() {
         assert_eq!(cols[3], us(*lat, *n), "latency: {line}");
         assert_eq!(cols[5], us(*head, *n), "head: {line}");
         assert_eq!(cols[6], us(*tail, *n), "tail: {line}");
+        let pct = |a: u64, b: u64| format!("{:.1}%", 100.0 * a as f64 / b as f64);
+        assert_eq!(cols[4], pct(*exec, *lat), "exec%: {line}");
+        let all: u64 = raw.values().map(|v| v[1]).sum();
+        assert_eq!(cols[7], pct(*exec, all), "share: {line}");
     }
     let chain = raw_critical_path(&dir);
     let rows: Vec<Vec<&str>> = out
@@ -252,10 +256,39 @@ fn the_report_matches_figures_computed_from_the_raw_records() {
         "{out}"
     );
     assert_eq!(sum("pop_hit"), 12, "one hit per block handed out");
-    let edges = json(&dir.join("deps.json"))["edges"]
+    let iters: u64 = r["aicpu_scheduler_phases"]
         .as_array()
         .unwrap()
-        .len();
+        .iter()
+        .map(|t| {
+            t.as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|p| p["loop_iter"].as_u64())
+                .max()
+                .unwrap_or(0)
+        })
+        .sum();
+    assert!(
+        out.contains(&format!("threads, {iters} loop iterations")),
+        "{out}"
+    );
+    let deps = json(&dir.join("deps.json"));
+    let mut fan: [HashMap<&str, u64>; 2] = Default::default();
+    for e in deps["edges"].as_array().unwrap() {
+        *fan[0].entry(e["succ"].as_str().unwrap()).or_default() += 1;
+        *fan[1].entry(e["pred"].as_str().unwrap()).or_default() += 1;
+    }
+    let max = |m: &HashMap<&str, u64>| m.values().copied().max().unwrap();
+    assert!(
+        out.contains(&format!(
+            "max fan-in {}, max fan-out {}",
+            max(&fan[0]),
+            max(&fan[1])
+        )),
+        "{out}"
+    );
+    let edges = deps["edges"].as_array().unwrap().len();
     assert_eq!(
         edges, 14,
         "CaseSmall1's whole graph, finished producers included"
