@@ -322,23 +322,29 @@ fn one() -> u32 {
     1
 }
 
-/// A tensor argument of a [`DepTask`].
+/// A tensor argument of a [`DepTask`]. Read leniently (every field but
+/// `idx` may be missing): nothing we compute needs it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DepArg {
     /// Argument slot.
     pub idx: u32,
     /// Role: `input`, `output`, `inout`, `output_existing`, `no_dep`.
-    #[serde(rename = "type")]
+    #[serde(rename = "type", default)]
     pub kind: Cow<'static, str>,
     /// The [`DepTensor`] it views.
+    #[serde(default)]
     pub tensor_id: Dec64,
     /// UPPERCASE dtype name.
+    #[serde(default)]
     pub dtype: Cow<'static, str>,
     /// Shape of the view.
+    #[serde(default)]
     pub shape: Vec<u32>,
     /// First element of the view inside the buffer.
+    #[serde(default)]
     pub start_offset: Dec64,
     /// Strides of the view, in elements.
+    #[serde(default)]
     pub strides: Vec<u32>,
 }
 
@@ -348,13 +354,16 @@ pub struct DepTensor {
     /// Id referenced by [`DepArg::tensor_id`] and [`DepEdge::tensor_id`].
     pub tensor_id: Dec64,
     /// GM address of the buffer.
+    #[serde(default)]
     pub buffer_addr: Dec64,
     /// Descriptor version.
     #[serde(default)]
     pub version: i64,
     /// UPPERCASE dtype name.
+    #[serde(default)]
     pub dtype: Cow<'static, str>,
     /// Elements the buffer spans.
+    #[serde(default)]
     pub buffer_numel: Dec64,
 }
 
