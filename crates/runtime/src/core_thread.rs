@@ -43,7 +43,7 @@ fn run_kernel(
     received: u64,
 ) -> (
     std::thread::Result<simpler_isa::KResult<()>>,
-    Option<CoreStamps>,
+    Option<Box<CoreStamps>>,
 ) {
     let Some(cost) = &ctx.rec else {
         let r = std::panic::catch_unwind(AssertUnwindSafe(|| (d.member.func)(core, args)));
@@ -56,14 +56,14 @@ fn run_kernel(
     let start = stamp(epoch);
     let r = std::panic::catch_unwind(AssertUnwindSafe(|| (d.member.func)(core, args)));
     let end = stamp(epoch);
-    let cost = cost.as_ref().map(|f| Box::new(f(&core.take_records())));
+    let cost = cost.as_ref().map(|f| f(&core.take_records()));
     let stamps = CoreStamps {
         receive: received,
         start,
         end,
         cost,
     };
-    (r, Some(stamps))
+    (r, Some(Box::new(stamps)))
 }
 
 pub(crate) fn core_main(mut core: Core, ctx: CoreCtx, rx: Receiver<Dispatch>) {

@@ -275,7 +275,7 @@ pub(crate) struct Completion {
     pub block: u32,
     pub result: Result<(), RuntimeError>,
     /// What the core measured (`--swimlane` only).
-    pub stamps: Option<CoreStamps>,
+    pub stamps: Option<Box<CoreStamps>>,
 }
 
 struct CoreLink {
@@ -601,7 +601,7 @@ impl Worker {
     fn on_done(&mut self, c: Completion) {
         self.cores[c.core].inflight -= 1;
         if let Some(r) = &mut self.rec {
-            r.finished(c.core, self.cores[c.core].id, c.stamps.as_ref());
+            r.finished(c.core, self.cores[c.core].id, c.stamps.as_deref());
         }
         settle(&self.shared, c, self.producer.as_mut());
     }

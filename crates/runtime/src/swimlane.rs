@@ -251,14 +251,15 @@ pub(crate) fn stamp(epoch: Instant) -> u64 {
     (epoch.elapsed().as_nanos() as u64).max(1)
 }
 
-/// What a core measured of one dispatch (inline in the completion: no
-/// allocation per dispatch; the cost, `--predict` only, is boxed).
+/// What a core measured of one dispatch: boxed in the completion, so that
+/// with recording off a completion is no larger than before (one pointer,
+/// `None`).
 #[derive(Debug)]
 pub(crate) struct CoreStamps {
     pub receive: u64,
     pub start: u64,
     pub end: u64,
-    pub cost: Option<Box<DispatchCost>>,
+    pub cost: Option<DispatchCost>,
 }
 
 /// A dispatch sent, waiting for its completion.
@@ -324,7 +325,7 @@ impl SchedRecorder {
         };
         let finish = self.now();
         let (receive, start, end, cost) = match stamps {
-            Some(s) => (s.receive, s.start, s.end, s.cost.as_deref().copied()),
+            Some(s) => (s.receive, s.start, s.end, s.cost),
             None => (p.dispatch, p.dispatch, finish, None),
         };
         self.dispatches.push(DispatchRecord {
