@@ -379,6 +379,9 @@ struct EdgeFinder {
     map: TensorMap<(TaskId, u32)>,
     /// This submit's edges, merged by producer.
     scratch: Vec<EdgeRecord>,
+    /// Tasks submitted so far: a producer must be one of them (a tensor
+    /// made by an earlier run names a task of that run).
+    seen: rustc_hash::FxHashSet<TaskId>,
 }
 
 fn raw_waw(role: ArgRole) -> u32 {
@@ -435,6 +438,7 @@ impl OrchRecorder {
             edges: Vec::new(),
             map: TensorMap::new(),
             scratch: Vec::new(),
+            seen: Default::default(),
         };
         let mut tasks = Vec::new();
         for e in self.events {
@@ -442,6 +446,7 @@ impl OrchRecorder {
                 OrchEvent::Forget(addr) => f.map.forget(addr),
                 OrchEvent::Task(t, scope, after) => {
                     f.find_edges(&t, &after);
+                    f.seen.insert(t.id);
                     tasks.push(task_record(&t, scope));
                 }
             }
@@ -466,7 +471,7 @@ fn task_record(t: &Task, scope: u32) -> TaskRecord {
 
 impl EdgeFinder {
     fn add(&mut self, e: EdgeRecord) {
-        if e.pred == e.succ || e.pred == TaskId::NONE {
+        if e.pred == e.succ || !self.seen.contains(&e.pred) {
             return;
         }
         match self.scratch.iter_mut().find(|x| x.pred == e.pred) {
