@@ -8,7 +8,8 @@
 //! - [`Deps`]: `deps.json` — tasks, tensors and every dependency edge with
 //!   its source; every u64 a **decimal string** ([`Dec64`]);
 //! - [`NameMap`]: `name_map_<workload>_<case>.json` ([`name_map_file`]);
-//! - [`PMU_COLUMNS`]: the `pmu.csv` header of the predicted timeline.
+//! - [`pmu_header`] ([`PMU_LEAD`], [`PMU_COUNTERS`], [`PMU_EVENT_TYPE`]): the
+//!   `pmu.csv` header of the predicted timeline.
 //!
 //! Task ids are decimal here, never `"0x…"`: the upstream tools call
 //! `int(v)` and drop hex strings silently. Our own extra key,

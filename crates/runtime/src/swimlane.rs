@@ -4,26 +4,28 @@
 //! that is `None`, with no allocation and no thread. When on, each thread
 //! appends to its own buffer and nothing is shared until the run ends:
 //!
-//! - a scheduler's [`SchedRecorder`] keeps, per core it owns, the
-//!   dispatches in flight (a core runs its queue in order, so completions
-//!   come back in the order they were sent) and the finished
-//!   [`DispatchRecord`]s; at level ≥ 3 also its loop phases;
-//! - a core stamps receive/start/end (and, with a cost function, times
-//!   the kernel's recorded instructions) into [`CoreStamps`] that ride
-//!   back on the completion;
-//! - the orchestrator's [`OrchRecorder`] keeps every task, every
-//!   dependency edge with its source, and at level 4 each submit's span.
+//! - a scheduler's recorder keeps, per core it owns, the dispatches in
+//!   flight (a core runs its queue in order, so completions come back in
+//!   the order they were sent) and the finished [`DispatchRecord`]s; at
+//!   level ≥ 3 also its loop phases ([`SchedPhaseRecord`]);
+//! - a core stamps receive/start/end (and, with a [`CostFn`], times the
+//!   kernel's recorded instructions) into the completion it sends back;
+//! - the orchestrator keeps the submit sequence (each task, and each
+//!   buffer freed) and at level 4 each submit's span ([`SubmitRecord`]).
 //!
 //! All times come from one monotonic clock, the run's epoch, as
 //! nanoseconds — 1 GHz cycles in the swimlane files. Recording never
 //! changes what kernels compute: instruction recording only appends
 //! records.
 //!
-//! The recorded edges are the whole graph: a second TensorMap that never
-//! retires entries of finished tasks finds the same frontier the
-//! scheduling map finds, without skipping producers that had already
-//! completed when their consumer was submitted (the run needed no wait for
-//! those, but the graph — and a prediction of another machine — does).
+//! After the run ([`crate::Runtime::take_swimlane`]) the buffers are
+//! merged into a [`SwimlaneLog`] and the graph's edges ([`EdgeRecord`])
+//! are rebuilt from the submit sequence, off the run's clock, with a
+//! second TensorMap that never retires entries of finished tasks: it finds
+//! the frontier the scheduling map finds, without skipping producers that
+//! had already completed when their consumer was submitted (the run needed
+//! no wait for those, but the graph — and a prediction of another
+//! machine — does). So the edges do not depend on timing.
 
 use std::{collections::VecDeque, sync::Arc, time::Instant};
 
