@@ -9,7 +9,7 @@ use simpler_isa::{Args, Core};
 
 use crate::{
     scheduler::{Completion, Dispatch, Shared},
-    swimlane::{stamp, CoreStamps, CostFn},
+    swimlane::{stamp, CoreRec, CoreStamps},
     RuntimeError,
 };
 
@@ -29,9 +29,8 @@ pub(crate) struct CoreCtx {
     pub sched: usize,
     pub depth: usize,
     pub shared: Arc<Shared>,
-    /// Timeline recording: `None` off; `Some(cost)` on, with the
-    /// instruction timer when predicting.
-    pub rec: Option<Option<CostFn>>,
+    /// Timeline recording (`None`: off).
+    pub rec: Option<CoreRec>,
 }
 
 /// Run one dispatch's kernel, stamping and timing it when recording.
@@ -41,29 +40,25 @@ fn run_kernel(
     d: &Dispatch,
     args: &Args,
     received: u64,
-) -> (
-    std::thread::Result<simpler_isa::KResult<()>>,
-    Option<Box<CoreStamps>>,
-) {
-    let Some(cost) = &ctx.rec else {
-        let r = std::panic::catch_unwind(AssertUnwindSafe(|| (d.member.func)(core, args)));
-        return (r, None);
+) -> std::thread::Result<simpler_isa::KResult<()>> {
+    let Some(rec) = &ctx.rec else {
+        return std::panic::catch_unwind(AssertUnwindSafe(|| (d.member.func)(core, args)));
     };
     let epoch = ctx.shared.epoch;
-    if cost.is_some() {
+    if rec.cost.is_some() {
         core.start_recording();
     }
     let start = stamp(epoch);
     let r = std::panic::catch_unwind(AssertUnwindSafe(|| (d.member.func)(core, args)));
     let end = stamp(epoch);
-    let cost = cost.as_ref().map(|f| f(&core.take_records()));
-    let stamps = CoreStamps {
+    let cost = rec.cost.as_ref().map(|f| f(&core.take_records()));
+    rec.stamps.push(CoreStamps {
         receive: received,
         start,
         end,
         cost,
-    };
-    (r, Some(Box::new(stamps)))
+    });
+    r
 }
 
 pub(crate) fn core_main(mut core: Core, ctx: CoreCtx, rx: Receiver<Dispatch>) {
@@ -81,7 +76,7 @@ pub(crate) fn core_main(mut core: Core, ctx: CoreCtx, rx: Receiver<Dispatch>) {
         core.reset();
         slot.start(d.task.id, ctx.shared.epoch.elapsed());
         let args = Args::new(&gm, d.payload);
-        let (r, stamps) = run_kernel(&mut core, &ctx, &d, &args, received);
+        let r = run_kernel(&mut core, &ctx, &d, &args, received);
         slot.clear();
         let msg = match r {
             Ok(Ok(())) => None,
@@ -111,7 +106,6 @@ pub(crate) fn core_main(mut core: Core, ctx: CoreCtx, rx: Receiver<Dispatch>) {
             task: d.task,
             block: d.block,
             result,
-            stamps,
         };
         ctx.shared.complete(ctx.sched, c, urgent);
     }

@@ -53,7 +53,7 @@ use simpler_isa::Core;
 
 use crate::{
     core_slot::CoreSlot,
-    swimlane::{stamp, CoreStamps, PhaseKind, SchedPhaseRecord, SchedRecorder},
+    swimlane::{stamp, PhaseKind, SchedPhaseRecord, SchedRecorder, StampQueue},
     task::{Member, Task},
     RuntimeError, Shape, SwimlaneConfig,
 };
@@ -274,8 +274,6 @@ pub(crate) struct Completion {
     pub task: Arc<Task>,
     pub block: u32,
     pub result: Result<(), RuntimeError>,
-    /// What the core measured (`--swimlane` only).
-    pub stamps: Option<Box<CoreStamps>>,
 }
 
 struct CoreLink {
@@ -285,6 +283,8 @@ struct CoreLink {
     inflight: u32,
     payloads: Vec<u64>,
     next_payload: usize,
+    /// What the core measured of each dispatch (`--swimlane` only).
+    stamps: Option<StampQueue>,
 }
 
 struct Worker {
@@ -601,7 +601,9 @@ impl Worker {
     fn on_done(&mut self, c: Completion) {
         self.cores[c.core].inflight -= 1;
         if let Some(r) = &mut self.rec {
-            r.finished(c.core, self.cores[c.core].id, c.stamps.as_deref());
+            let link = &self.cores[c.core];
+            let stamps = link.stamps.as_ref().and_then(|q| q.pop());
+            r.finished(c.core, link.id, stamps.as_ref());
         }
         settle(&self.shared, c, self.producer.as_mut());
     }
@@ -643,6 +645,13 @@ fn finalize(shared: &Shared, task: &Arc<Task>, producer: Option<&mut simpler_dum
     shared.counters.completed.fetch_add(1, Ordering::Relaxed);
     shared.outstanding.fetch_sub(1, Ordering::AcqRel);
     shared.notify_orchestrator();
+}
+
+/// The `depth` payload areas of core `id`.
+fn payload_slots(base: u64, id: u32, depth: u32) -> Vec<u64> {
+    (0..depth)
+        .map(|k| base + payload::BYTES * (u64::from(id) * u64::from(depth) + u64::from(k)))
+        .collect()
 }
 
 /// Running scheduler and core threads of one run.
@@ -695,13 +704,9 @@ impl Chip {
                 for sub in Subtask::ALL {
                     let id = core_id(clusters, cl, sub);
                     let (tx, rx) = channel::unbounded();
+                    let (stamps, rec) = crate::swimlane::core_recording(swimlane);
                     let idx = links.len();
-                    let payloads = (0..depth)
-                        .map(|k| {
-                            payload_base
-                                + payload::BYTES * (u64::from(id) * u64::from(depth) + u64::from(k))
-                        })
-                        .collect();
+                    let payloads = payload_slots(payload_base, id, depth);
                     links.push(CoreLink {
                         id,
                         subtask: sub,
@@ -709,6 +714,7 @@ impl Chip {
                         inflight: 0,
                         payloads,
                         next_payload: 0,
+                        stamps,
                     });
                     m[sub.id() as usize] = idx;
                     let core = Core::new(id, sub.core_type(), arch, gm.clone());
@@ -717,7 +723,7 @@ impl Chip {
                         sched: s,
                         depth: depth as usize,
                         shared: shared.clone(),
-                        rec: swimlane.map(|s| s.cost.clone()),
+                        rec,
                     };
                     let h = std::thread::Builder::new()
                         .name(format!("core{id}"))

@@ -253,15 +253,43 @@ pub(crate) fn stamp(epoch: Instant) -> u64 {
     (epoch.elapsed().as_nanos() as u64).max(1)
 }
 
-/// What a core measured of one dispatch: boxed in the completion, so that
-/// with recording off a completion is no larger than before (one pointer,
-/// `None`).
+/// What a core measured of one dispatch. It goes to the scheduler through
+/// the core's own stamp queue, not in the completion: with recording off
+/// nothing changes on the dispatch path, and on nothing is allocated per
+/// dispatch.
 #[derive(Debug)]
 pub(crate) struct CoreStamps {
     pub receive: u64,
     pub start: u64,
     pub end: u64,
     pub cost: Option<DispatchCost>,
+}
+
+/// One core's stamps, in the order of its completions (the core pushes
+/// them just before the completion they belong to).
+pub(crate) type StampQueue = Arc<crossbeam::queue::SegQueue<CoreStamps>>;
+
+/// A core's recording: where its stamps go, and the instruction timer when
+/// predicting.
+pub(crate) struct CoreRec {
+    pub cost: Option<CostFn>,
+    pub stamps: StampQueue,
+}
+
+/// The two ends of one core's recording (`None`, `None` when off): the
+/// scheduler's and the core's.
+pub(crate) fn core_recording(
+    cfg: Option<&SwimlaneConfig>,
+) -> (Option<StampQueue>, Option<CoreRec>) {
+    let Some(cfg) = cfg else {
+        return (None, None);
+    };
+    let stamps = StampQueue::default();
+    let rec = CoreRec {
+        cost: cfg.cost.clone(),
+        stamps: stamps.clone(),
+    };
+    (Some(stamps), Some(rec))
 }
 
 /// A dispatch sent, waiting for its completion.
