@@ -319,15 +319,17 @@ impl Worker {
                 r.loop_iter += 1;
                 r.level
             });
-            let phases = (level >= 3).then(|| (stamp(self.shared.epoch), self.queue_lengths()));
+            // Phase boundaries: the iteration's start, then each phase's
+            // end (one clock read per boundary).
+            let mut mark = (level >= 3).then(|| (stamp(self.shared.epoch), self.queue_lengths()));
             let mut done = 0;
             while let Some(c) = sig.done.pop() {
                 self.on_done(c);
                 done += 1;
             }
             let mut progressed = done > 0;
-            if let (Some(t0), true) = (phases, progressed) {
-                self.record_phase(PhaseKind::Complete, t0, done, [0, 0]);
+            if let (Some(t0), true) = (mark, progressed) {
+                mark = Some(self.record_phase(PhaseKind::Complete, t0, done, [0, 0]));
             }
             let inflight: u32 = self.cores.iter().map(|c| c.inflight).sum();
             if self.shared.shutdown.load(Ordering::Acquire)
@@ -336,10 +338,9 @@ impl Worker {
                 return self.rec;
             }
             if !self.shared.aborted() {
-                let t0 = phases.map(|_| (stamp(self.shared.epoch), self.queue_lengths()));
                 let pops = self.pops;
                 progressed |= self.dispatch();
-                if let Some(t0) = t0.filter(|_| self.pops != pops) {
+                if let Some(t0) = mark.filter(|_| self.pops != pops) {
                     // One hit is one block handed out (all members of a MIX block).
                     let d = [self.pops[0] - pops[0], self.pops[1] - pops[1]];
                     self.record_phase(PhaseKind::Dispatch, t0, d[0], d);
@@ -361,18 +362,19 @@ impl Worker {
         }
     }
 
-    /// Record a loop phase that began at `t0` (level ≥ 3).
+    /// Record a loop phase that began at `t0` with those queue lengths
+    /// (level ≥ 3); returns its end and the queue lengths then.
     fn record_phase(
         &mut self,
         kind: PhaseKind,
         (t0, queues_start): (u64, [u64; 3]),
         processed: u64,
         pops: [u64; 2],
-    ) {
+    ) -> (u64, [u64; 3]) {
         let queues_end = self.queue_lengths();
+        let end = stamp(self.shared.epoch);
         if let Some(r) = &mut self.rec {
             let loop_iter = r.loop_iter;
-            let end = r.now();
             r.phase(SchedPhaseRecord {
                 kind,
                 start: t0,
@@ -385,6 +387,7 @@ impl Worker {
                 pop_miss: pops[1],
             });
         }
+        (end, queues_end)
     }
 
     /// Ready queue lengths `[aic, aiv, mix]`.

@@ -337,7 +337,8 @@ impl SchedRecorder {
     pub fn sent(&mut self, idx: usize, task: &Task, func_id: u32, subtask: Subtask, block: u32) {
         let reg = self.regs[idx];
         self.regs[idx] += 1;
-        let dispatch = self.now();
+        // Level 1 keeps core times only: no clock read here.
+        let dispatch = if self.level >= 2 { self.now() } else { 0 };
         self.pending[idx].push_back(Pending {
             reg,
             dispatch,
@@ -353,7 +354,7 @@ impl SchedRecorder {
         let Some(p) = self.pending[idx].pop_front() else {
             return;
         };
-        let finish = self.now();
+        let finish = if self.level >= 2 { self.now() } else { 0 };
         let (receive, start, end, cost) = match stamps {
             Some(s) => (s.receive, s.start, s.end, s.cost),
             None => (p.dispatch, p.dispatch, finish, None),
