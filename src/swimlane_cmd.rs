@@ -64,6 +64,20 @@ pub fn swimlane(a: &SwimlaneArgs) -> Result<ExitCode> {
         ),
         None => newest(Path::new("outputs"))?,
     };
+    if !dir.join(RECORDS_FILE).is_file() {
+        let predicted = dir.join(simpler_format::swimlane::PREDICTED_DIR);
+        let hint = match predicted.join(RECORDS_FILE).is_file() {
+            true => format!(
+                "; this run has only its predicted timeline: simpler swimlane {}",
+                predicted.display()
+            ),
+            false => String::new(),
+        };
+        bail!(
+            "{}: no {RECORDS_FILE} (record one with run --swimlane){hint}",
+            dir.display()
+        );
+    }
     if a.check {
         return check(&dir);
     }

@@ -323,6 +323,13 @@ fn predict_times_each_dispatch_as_insight_trace_replays_it() {
         !dir.join("chip_swimlane_records.json").exists(),
         "--predict alone writes only predicted/"
     );
+    let o = run(tmp.path(), &["swimlane", "r"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("only its predicted timeline: simpler swimlane r/predicted"),
+        "{err}"
+    );
     check_dir(&dir.join("predicted")).unwrap_or_else(|e| panic!("{e:#?}"));
     check_perfetto(&std::fs::read(dir.join("predicted/swimlane_perfetto.json")).unwrap()).unwrap();
     let pred = json(&dir.join("predicted/chip_swimlane_records.json"));
