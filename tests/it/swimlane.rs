@@ -334,6 +334,30 @@ fn predict_times_each_dispatch_as_insight_trace_replays_it() {
     check_perfetto(&std::fs::read(dir.join("predicted/swimlane_perfetto.json")).unwrap()).unwrap();
     let pred = json(&dir.join("predicted/chip_swimlane_records.json"));
     assert_eq!(pred["metadata"]["clock_freq_hz"], 1_850_000_000u64);
+    // The model's scheduler work: one dispatch phase per block, serial per
+    // scheduler.
+    let threads = pred["aicpu_scheduler_phases"].as_array().unwrap();
+    let mut phases = 0;
+    for t in threads {
+        let spans: Vec<(u64, u64)> = t
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                (
+                    p["start_cycles"].as_u64().unwrap(),
+                    p["end_cycles"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        assert!(spans.windows(2).all(|w| w[0].1 <= w[1].0), "{spans:?}");
+        assert!(
+            spans.iter().all(|s| s.0 > 0),
+            "0 means none upstream: {spans:?}"
+        );
+        phases += spans.len();
+    }
+    assert_eq!(phases, 12);
     let ka = json(&dir.join("tensor_dump/kernel_args_dump.json"));
     let pmu = std::fs::read_to_string(dir.join("predicted/pmu.csv")).unwrap();
     assert!(

@@ -273,7 +273,7 @@ fn write_predicted(
 ) -> io::Result<PredictSummary> {
     let (g, missing) = crate::predicted::graph_of(log);
     let p = crate::predict::predict(&g, shape, params);
-    let precs = crate::predicted::records_of(&g, &p, shape.clusters, shape.clock_hz);
+    let precs = crate::predicted::records_of(&g, &p, shape);
     sink.write(&dir.join(RECORDS_FILE), &mut json_to(&precs))?;
     sink.write(&dir.join(PMU_FILE), &mut |w| {
         crate::predicted::write_pmu(&g, &p, w)

@@ -168,6 +168,8 @@ pub struct Placed {
     pub sched: u32,
     /// The core's dispatch count.
     pub reg: u64,
+    /// Its scheduler started building it (busy until `dispatch`).
+    pub sched_start: u64,
     /// Hand-off to the core.
     pub dispatch: u64,
     /// Kernel start.
@@ -343,6 +345,7 @@ fn place(
             core,
             sched: s,
             reg,
+            sched_start: d,
             dispatch: handoff,
             start,
             end,

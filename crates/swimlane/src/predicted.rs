@@ -11,7 +11,8 @@ use simpler_core::topology::Subtask;
 use simpler_format::{
     hex::Hex64,
     swimlane::{
-        pmu_header, AicoreRow, AicpuRow, Metadata, Records, PMU_EVENT_SET, SWIMLANE_SCHEMA_VERSION,
+        phase, pmu_header, AicoreRow, AicpuRow, Metadata, Records, SchedPhase, PMU_EVENT_SET,
+        SWIMLANE_SCHEMA_VERSION,
     },
 };
 use simpler_isa::Pipe;
@@ -21,7 +22,7 @@ use simpler_runtime::{
     SwimlaneLog,
 };
 
-use crate::predict::{Graph, GraphTask, Member, Prediction, TaskShape};
+use crate::predict::{ChipShape, Graph, GraphTask, Member, Prediction, TaskShape};
 
 /// The cost function `--predict` hands the runtime: each dispatch's
 /// recorded instructions through the pipe model (`simulate_core`), the
@@ -98,16 +99,23 @@ pub fn graph_of(log: &SwimlaneLog) -> (Graph, u64) {
     (Graph { tasks, edges }, missing)
 }
 
-/// The predicted timeline as a level-2 records file at `clock_hz`.
-pub fn records_of(g: &Graph, p: &Prediction, clusters: u32, clock_hz: u64) -> Records {
+/// Where the model's cycle 0 lands in the files: 1, because the upstream
+/// readers take a 0 timestamp for "none" (durations are unchanged).
+pub const FILE_ORIGIN: u64 = 1;
+
+/// The predicted timeline as a level-3 records file at the device clock:
+/// the scheduler phases are the model's dispatch work (one `dispatch`
+/// phase per block, from the scheduler taking it to the hand-off).
+pub fn records_of(g: &Graph, p: &Prediction, shape: ChipShape) -> Records {
+    let scheds = shape.sched_threads.clamp(1, shape.clusters.max(1));
     Records {
         schema_version: Some(SWIMLANE_SCHEMA_VERSION),
-        chip_swimlane_level: 2,
+        chip_swimlane_level: 3,
         metadata: Metadata {
-            clock_freq_hz: clock_hz,
-            num_cores: 3 * clusters,
-            core_types: crate::record::core_types(clusters),
-            core_to_thread: Vec::new(),
+            clock_freq_hz: shape.clock_hz,
+            num_cores: 3 * shape.clusters,
+            core_types: crate::record::core_types(shape.clusters),
+            core_to_thread: crate::record::core_to_thread(shape.clusters, scheds),
         },
         aicore_tasks: p
             .dispatches
@@ -116,8 +124,8 @@ pub fn records_of(g: &Graph, p: &Prediction, clusters: u32, clock_hz: u64) -> Re
                 core_id: d.core,
                 task_id: g.tasks[d.task].id,
                 reg_task_id: d.reg,
-                start: d.start,
-                end: d.end,
+                start: FILE_ORIGIN + d.start,
+                end: FILE_ORIGIN + d.end,
                 receive_to_start: d.start - d.dispatch,
             })
             .collect(),
@@ -127,13 +135,40 @@ pub fn records_of(g: &Graph, p: &Prediction, clusters: u32, clock_hz: u64) -> Re
             .map(|d| AicpuRow {
                 core_id: d.core,
                 reg_task_id: d.reg,
-                dispatch: d.dispatch,
-                finish: d.finish,
+                dispatch: FILE_ORIGIN + d.dispatch,
+                finish: FILE_ORIGIN + d.finish,
             })
             .collect(),
-        aicpu_scheduler_phases: Vec::new(),
+        aicpu_scheduler_phases: sched_phases(p, scheds),
         aicpu_orchestrator_phases: Vec::new(),
     }
+}
+
+/// One `dispatch` phase per placed block, per scheduler.
+fn sched_phases(p: &Prediction, scheds: u32) -> Vec<Vec<SchedPhase>> {
+    let mut out: Vec<Vec<SchedPhase>> = vec![Vec::new(); scheds as usize];
+    let mut last = None;
+    for d in &p.dispatches {
+        // The members of a block are placed one after another.
+        if last == Some((d.task, d.block)) {
+            continue;
+        }
+        last = Some((d.task, d.block));
+        let list = &mut out[d.sched as usize];
+        list.push(SchedPhase {
+            kind: phase::DISPATCH.into(),
+            start_cycles: FILE_ORIGIN + d.sched_start,
+            end_cycles: FILE_ORIGIN + d.dispatch,
+            loop_iter: list.len() as u64 + 1,
+            tasks_processed: 1,
+            shared_at_start: [0; 3],
+            shared_at_end: [0; 3],
+            pop_hit: Some(1),
+            pop_miss: Some(0),
+            task_id: None,
+        });
+    }
+    out
 }
 
 /// `pmu.csv`: one row per task and core (blocks of a task on one core
