@@ -156,7 +156,7 @@ fn dump_overhead(a: &BenchArgs) -> Result<Outcome> {
     let base = a.chip.config()?;
     let w = simpler_workloads::find("paged_attention")?;
     let tmp = tempfile::tempdir().context("temporary folder for the dumps")?;
-    let _scratch = simpler_dump::durable::scratch(tmp.path());
+    let _scratch = simpler_format::durable::scratch(tmp.path());
     let mut results = Vec::new();
     let mut worst_ratio = 0.0f64;
     let (mut bytes_total, mut extra_total) = (0u64, 0.0f64);
@@ -307,7 +307,7 @@ fn dump_memory(a: &BenchArgs) -> Result<Outcome> {
     // Forget the peak of anything before (Linux: "5" resets VmHWM).
     let _ = std::fs::write("/proc/self/clear_refs", "5");
     let tmp = tempfile::tempdir().context("temporary folder for the dump")?;
-    let _scratch = simpler_dump::durable::scratch(tmp.path());
+    let _scratch = simpler_format::durable::scratch(tmp.path());
     let cfg = RuntimeConfig {
         dump: Some(DumpConfig::new(tmp.path().join("tensor_dump"))),
         gm_bytes: 256 << 20,
@@ -397,7 +397,7 @@ fn run_with_all_dumps(
 fn replay(a: &BenchArgs) -> Result<Outcome> {
     let cfg = a.chip.config()?;
     let tmp = tempfile::tempdir().context("temporary folder for the dump")?;
-    let _scratch = simpler_dump::durable::scratch(tmp.path());
+    let _scratch = simpler_format::durable::scratch(tmp.path());
     let run_dir = tmp.path().join("run");
     let w = simpler_workloads::find("paged_attention")?;
     let (case, func_id) = ("CaseSmall1", 1u32);

@@ -35,9 +35,9 @@ impl RunDir {
 fn settle(path: &Path) -> bool {
     let has_files = std::fs::read_dir(path).is_ok_and(|mut d| d.next().is_some());
     if has_files {
-        simpler_dump::durable::keep_dir(path);
+        simpler_format::durable::keep_dir(path);
     } else {
-        simpler_dump::durable::remove_dir_if_empty(path);
+        simpler_format::durable::remove_dir_if_empty(path);
     }
     has_files
 }
@@ -124,7 +124,7 @@ fn create_output(dir: &Path) -> Result<PathBuf> {
             )
         })?;
     }
-    match simpler_dump::durable::create_dir(dir) {
+    match simpler_format::durable::create_dir(dir) {
         Ok(()) => Ok(dir.to_path_buf()),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
             if dir.is_dir() {
@@ -159,7 +159,7 @@ pub fn fresh_run_dir(root: &Path, workload: &str, case: &str) -> Result<PathBuf>
             format!("{base}_{n}")
         };
         let p = root.join(name);
-        match simpler_dump::durable::create_dir(&p) {
+        match simpler_format::durable::create_dir(&p) {
             Ok(()) => return Ok(p),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => bail!("cannot create {}: {e}", p.display()),

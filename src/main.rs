@@ -67,10 +67,7 @@ fn quiet_panics() {
         if info.to_string().contains("Broken pipe") {
             std::process::exit(0);
         }
-        let on_core = std::thread::current()
-            .name()
-            .is_some_and(|n| n.starts_with("core"));
-        if !on_core {
+        if !simpler_isa::kernel::in_kernel() {
             eprintln!("internal error: {info}");
         }
     }));

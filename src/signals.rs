@@ -6,7 +6,7 @@
 //! `interrupted by SIGINT` (or SIGTERM) and the hang snapshot; the process
 //! then exits 130 (143). A second signal — or the first one during any
 //! other command — removes every unfinished file and folder the process
-//! registered ([`simpler_dump::durable`]) and exits at once with 130 (143).
+//! registered ([`simpler_format::durable`]) and exits at once with 130 (143).
 //!
 //! Signals are taken on a thread of their own (`signal-hook`'s iterator),
 //! so the handling is ordinary code, not async-signal-safe code.
@@ -79,7 +79,7 @@ pub fn install() -> Result<()> {
                         "interrupted by {}: aborting, unfinished files removed",
                         name(sig)
                     ));
-                    let _frozen = simpler_dump::durable::remove_unfinished();
+                    let _frozen = simpler_format::durable::remove_unfinished();
                     std::process::exit(128 + sig);
                 }
             }

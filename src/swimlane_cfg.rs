@@ -55,18 +55,13 @@ impl simpler_swimlane::Sink for DurableSink {
         path: &Path,
         body: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>,
     ) -> io::Result<()> {
-        simpler_dump::durable::write_atomic(path, |w| body(w)).map_err(|e| match e {
-            simpler_dump::DumpError::Io { path, source } => {
-                io::Error::new(source.kind(), format!("{path}: {source}"))
-            }
-            other => io::Error::other(other.to_string()),
-        })
+        simpler_format::durable::write_atomic(path, |w| body(w)).map_err(|e| e.into_io())
     }
 
     fn create_dir(&self, path: &Path) -> io::Result<()> {
-        simpler_dump::durable::create_dir(path)
+        simpler_format::durable::create_dir(path)
             .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
-        simpler_dump::durable::keep_dir(path);
+        simpler_format::durable::keep_dir(path);
         Ok(())
     }
 }

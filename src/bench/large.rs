@@ -55,7 +55,7 @@ pub(super) fn large(a: &BenchArgs) -> Result<Outcome> {
     let plain = a.chip.config()?;
     let case = PaCase::by_name("CaseLarge").context("CaseLarge is a bundled case")?;
     let tmp = tempfile::tempdir().context("temporary folder for the dumps")?;
-    let _scratch = simpler_dump::durable::scratch(tmp.path());
+    let _scratch = simpler_format::durable::scratch(tmp.path());
     let dir = tmp.path().join("tensor_dump");
     let dumping = RuntimeConfig {
         dump: Some(DumpConfig::new(&dir)),

@@ -111,7 +111,7 @@ pub(super) fn submit_instructions(a: &BenchArgs) -> Result<Outcome> {
         });
     }
     let tmp = tempfile::tempdir().context("temporary folder for callgrind's output")?;
-    let _scratch = simpler_dump::durable::scratch(tmp.path());
+    let _scratch = simpler_format::durable::scratch(tmp.path());
     let mut results = Vec::new();
     let mut tasks = 0.0;
     for (key, symbol) in TOGGLES {

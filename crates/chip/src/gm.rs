@@ -12,6 +12,7 @@ pub const GM_ALIGN: u64 = 64;
 
 /// Allocation failures.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum GmError {
     /// No free range is large enough.
     #[error("global memory exhausted: {requested} bytes requested, {free} of {capacity} free (largest free block {largest})")]

@@ -7,6 +7,7 @@ pub type KResult<T> = Result<T, KernelError>;
 
 /// Why a kernel failed. The runtime wraps it with the task id, func id and core.
 #[derive(Debug, Error, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum KernelError {
     /// A global-memory access touched bytes outside every live allocation.
     #[error("global memory access out of bounds: {len} bytes at 0x{addr:016x} are not inside a live allocation")]
@@ -61,6 +62,7 @@ impl KernelError {
 
 /// A 128-byte tensor descriptor that does not describe a valid view.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DescError {
     /// `ndims` is 0 or above [`crate::MAX_DIMS`].
     #[error("tensor descriptor: ndims {0} is not in 1..=5")]

@@ -6,6 +6,7 @@ use thiserror::Error;
 
 /// Why a dump could not be written.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum DumpError {
     /// A file or folder operation failed.
     #[error("{path}: {source}")]
@@ -39,5 +40,11 @@ impl DumpError {
             path: path.display().to_string(),
             source,
         }
+    }
+}
+
+impl From<crate::durable::WriteError> for DumpError {
+    fn from(e: crate::durable::WriteError) -> DumpError {
+        DumpError::io(&e.path, e.source)
     }
 }

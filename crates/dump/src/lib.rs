@@ -4,7 +4,7 @@
 //! scheduler thread gets a [`Producer`] that appends fixed-size [`Record`]s
 //! and gathered payload bytes to its own batch. Full batches stream to
 //! `tensor_dump.bin` while the graph runs; [`DumpSession::finish`] writes
-//! `tensor_dump.json` atomically and durably ([`durable`]), sorted by
+//! `tensor_dump.json` atomically and durably (`simpler_format::durable`), sorted by
 //! (task, stage, arg, role), with `status: incomplete`, the reason and the
 //! unfinished tasks when the run ended abnormally (a full disk included:
 //! what reached it is described, the rest counted).
@@ -18,9 +18,10 @@
 //! types of every file are `simpler-format`'s.
 #![deny(missing_docs)]
 
+use simpler_format::durable;
+
 mod collector;
 mod config;
-pub mod durable;
 mod error;
 mod export;
 mod finish;

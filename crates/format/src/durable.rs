@@ -1,123 +1,414 @@
-//! The one atomic, durable file writer (DESIGN §5): write to a temporary
-//! name in the same folder, fsync it, rename it over the final name, fsync
-//! the folder. A reader never sees half a file, and once this returns the
-//! file survives a crash.
+//! Atomic, durable files, and the process-wide list of what is unfinished.
+//!
+//! A reader never sees half a file, and a crash after success loses
+//! nothing: a file is written under a temporary name in its final folder
+//! (`<name>.tmp`), fsynced, renamed into place, and the folder is fsynced.
+//!
+//! While a file is unfinished its path is registered here, and so is every
+//! folder a run created. [`remove_unfinished`] deletes them (folders only
+//! when empty): the CLI's signal path calls it before it exits, so no
+//! temporary file outlives the process, whatever ends it short of SIGKILL.
+//! Every creation, rename and removal of a registered path happens under
+//! the registry's lock, and [`remove_unfinished`] hands the lock back to
+//! its caller to hold until the process exits — so a cleanup never races a
+//! rename, and nothing is created after it.
+//!
+//! The one durable writer of every file simpler-rs writes: dumps, side
+//! files, replay workspaces and traces, swimlane files.
 
-use std::fs::{File, OpenOptions};
-use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::{
+    fs::File,
+    io::{self, BufWriter, Write},
+    path::{Path, PathBuf},
+    sync::{Mutex, MutexGuard},
+};
 
-/// A temporary file that is removed when dropped unless persisted.
+/// Paths to delete when the process is stopped before it finished them.
+struct Registry {
+    /// Temporary files, and finished files not yet described by a manifest.
+    files: Vec<PathBuf>,
+    /// Folders created by this process that do not hold a finished dump yet.
+    dirs: Vec<PathBuf>,
+    /// Scratch folders, removed with everything in them.
+    trees: Vec<PathBuf>,
+}
+
+static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
+    files: Vec::new(),
+    dirs: Vec::new(),
+    trees: Vec::new(),
+});
+
+fn registry() -> MutexGuard<'static, Registry> {
+    // A thread that panicked while holding the lock left a consistent list
+    // (each operation is one push or one removal).
+    REGISTRY.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn forget(list: &mut Vec<PathBuf>, path: &Path) {
+    if let Some(i) = list.iter().rposition(|p| p == path) {
+        list.swap_remove(i);
+    }
+}
+
+/// Holds the registry locked: nothing registered can be created or renamed
+/// while it lives. Returned by [`remove_unfinished`]; keep it until exit.
+#[must_use = "hold it until the process exits"]
+pub struct Frozen(#[allow(dead_code)] MutexGuard<'static, Registry>);
+
+/// Delete every registered file, every scratch folder, then every
+/// registered folder that is empty (newest first), and keep the registry
+/// locked — for a signal handler that exits right after.
+pub fn remove_unfinished() -> Frozen {
+    let mut r = registry();
+    for f in r.files.drain(..) {
+        let _ = std::fs::remove_file(f);
+    }
+    for t in r.trees.drain(..) {
+        let _ = std::fs::remove_dir_all(t);
+    }
+    while let Some(d) = r.dirs.pop() {
+        let _ = std::fs::remove_dir(d);
+    }
+    Frozen(r)
+}
+
+/// A scratch folder that [`remove_unfinished`] deletes whole, until the
+/// guard is dropped (its owner then removes it, e.g. a `TempDir`).
+#[derive(Debug)]
+pub struct Scratch(PathBuf);
+
+/// Register `dir` as scratch for as long as the returned guard lives.
+pub fn scratch(dir: &Path) -> Scratch {
+    registry().trees.push(dir.to_path_buf());
+    Scratch(dir.to_path_buf())
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        forget(&mut registry().trees, &self.0);
+    }
+}
+
+/// Create the folder `path` (its parent must exist) and register it as
+/// unfinished. `AlreadyExists` when something is there: two processes can
+/// never both create the same folder.
+///
+/// # Errors
+/// As `std::fs::create_dir`.
+pub fn create_dir(path: &Path) -> io::Result<()> {
+    let mut r = registry();
+    std::fs::create_dir(path)?;
+    r.dirs.push(path.to_path_buf());
+    Ok(())
+}
+
+/// Create `path` and its missing parents; register the ones created here
+/// and return them, outermost first.
+///
+/// # Errors
+/// As `std::fs::create_dir_all`.
+pub fn create_dir_all(path: &Path) -> io::Result<Vec<PathBuf>> {
+    let mut missing = Vec::new();
+    let mut p = path;
+    while !p.as_os_str().is_empty() && !p.exists() {
+        missing.push(p.to_path_buf());
+        p = p.parent().unwrap_or(Path::new(""));
+    }
+    let mut created = Vec::new();
+    for d in missing.into_iter().rev() {
+        match create_dir(&d) {
+            Ok(()) => created.push(d),
+            // Made by someone else meanwhile: not ours to remove.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && d.is_dir() => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(created)
+}
+
+/// The folder now holds a finished dump: never remove it on a signal.
+pub fn keep_dir(path: &Path) {
+    forget(&mut registry().dirs, path);
+}
+
+/// Remove the folder if it is empty and forget it (a run that wrote
+/// nothing leaves nothing behind).
+pub fn remove_dir_if_empty(path: &Path) {
+    let mut r = registry();
+    if std::fs::remove_dir(path).is_ok() {
+        forget(&mut r.dirs, path);
+    }
+}
+
+/// fsync a folder, so the renames and creations inside it are durable.
+///
+/// # Errors
+/// When it cannot be opened or synced.
+pub fn sync_dir(path: &Path) -> io::Result<()> {
+    let dir = if path.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        path
+    };
+    File::open(dir)?.sync_all()
+}
+
+/// The temporary name of `path`: `<name>.tmp` in the same folder.
+pub fn temp_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".tmp");
+    path.with_file_name(name)
+}
+
+/// A file being written under its temporary name; removed when dropped
+/// unless [`TempFile::persist`] or [`TempFile::rename_into_place`] took it.
 #[derive(Debug)]
 pub struct TempFile {
-    path: PathBuf,
-    armed: bool,
+    tmp: PathBuf,
+    file: Option<File>,
 }
 
 impl TempFile {
-    /// Create `.<name>.tmp.<pid>.<n>` next to `target`, new and unique.
+    /// Create (truncate) the temporary file for `path` and register it.
     ///
     /// # Errors
-    /// The folder is missing or not writable.
-    pub fn create_beside(target: &Path) -> std::io::Result<(TempFile, File)> {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let dir = parent(target);
-        let name = target
-            .file_name()
-            .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
-        loop {
-            let n = NEXT.fetch_add(1, Ordering::Relaxed);
-            let path = dir.join(format!(".{name}.tmp.{}.{n}", std::process::id()));
-            match OpenOptions::new().write(true).create_new(true).open(&path) {
-                Ok(f) => return Ok((TempFile { path, armed: true }, f)),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(annotate(&path, e)),
-            }
-        }
+    /// When it cannot be created.
+    pub fn create(path: &Path) -> io::Result<TempFile> {
+        let tmp = temp_path(path);
+        let mut r = registry();
+        let file = File::create(&tmp)?;
+        r.files.push(tmp.clone());
+        Ok(TempFile {
+            tmp,
+            file: Some(file),
+        })
     }
 
-    /// Where the temporary file is.
+    /// The temporary path (for messages).
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.tmp
     }
 
-    /// Rename over `target` and fsync the folder; the file is no longer
-    /// removed on drop.
+    /// The open file.
+    pub fn file(&self) -> &File {
+        self.file.as_ref().expect("open until persisted")
+    }
+
+    /// fsync the data and rename it to `path`, which stays registered as
+    /// unfinished (removed on a signal, or when the guard is dropped) until
+    /// [`Placed::keep`] — for a file that is only valid once another one
+    /// describes it.
     ///
     /// # Errors
-    /// The rename or the folder fsync failed (the temp file is removed).
-    pub fn persist(mut self, target: &Path) -> std::io::Result<()> {
-        std::fs::rename(&self.path, target).map_err(|e| annotate(target, e))?;
-        self.armed = false;
-        sync_dir(parent(target))
+    /// fsync or rename failures.
+    pub fn rename_into_place(mut self, path: &Path) -> io::Result<Placed> {
+        let file = self.file.take().expect("open until persisted");
+        file.sync_all()?;
+        drop(file);
+        let mut r = registry();
+        std::fs::rename(&self.tmp, path)?;
+        forget(&mut r.files, &self.tmp);
+        r.files.push(path.to_path_buf());
+        Ok(Placed {
+            path: Some(path.to_path_buf()),
+        })
+    }
+
+    /// fsync, rename to `path`, fsync the folder: the file is final.
+    ///
+    /// # Errors
+    /// fsync or rename failures.
+    pub fn persist(self, path: &Path) -> io::Result<()> {
+        self.rename_into_place(path)?.keep()
     }
 }
 
 impl Drop for TempFile {
     fn drop(&mut self) {
-        if self.armed {
-            let _ = std::fs::remove_file(&self.path);
+        if self.file.take().is_some() {
+            let mut r = registry();
+            let _ = std::fs::remove_file(&self.tmp);
+            forget(&mut r.files, &self.tmp);
         }
     }
 }
 
-fn parent(p: &Path) -> &Path {
-    match p.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
+/// A file at its final name that is not final yet; removed when dropped
+/// unless kept.
+#[derive(Debug)]
+pub struct Placed {
+    path: Option<PathBuf>,
+}
+
+impl Placed {
+    /// The file is final: fsync its folder and unregister it.
+    ///
+    /// # Errors
+    /// When the folder cannot be synced.
+    pub fn keep(mut self) -> io::Result<()> {
+        let path = self.path.take().expect("kept once");
+        forget(&mut registry().files, &path);
+        sync_dir(path.parent().unwrap_or(Path::new("")))
     }
 }
 
-fn annotate(path: &Path, e: std::io::Error) -> std::io::Error {
-    std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+impl Drop for Placed {
+    fn drop(&mut self) {
+        if let Some(p) = self.path.take() {
+            let mut r = registry();
+            let _ = std::fs::remove_file(&p);
+            forget(&mut r.files, &p);
+        }
+    }
 }
 
-/// fsync a folder, so a rename inside it is durable.
-///
-/// # Errors
-/// Opening or syncing the folder failed.
-pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| annotate(dir, e))
+/// An I/O failure of [`write_atomic`], on the file it happened to (the
+/// temporary file while writing, the final name on the rename).
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {}", path.display(), os_message(source))]
+pub struct WriteError {
+    /// The file the failure happened on.
+    pub path: PathBuf,
+    /// What the OS said.
+    #[source]
+    pub source: io::Error,
 }
 
-/// Write `path` atomically and durably through `write`.
+impl WriteError {
+    fn at(path: &Path) -> impl FnOnce(io::Error) -> WriteError + '_ {
+        move |source| WriteError {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
+    /// The failure as an `io::Error` whose message names the file.
+    pub fn into_io(self) -> io::Error {
+        io::Error::new(self.source.kind(), self.to_string())
+    }
+}
+
+/// Write `path` atomically and durably: `write` fills a buffered writer on
+/// the temporary file, which is then fsynced, renamed, and its folder
+/// fsynced. On any error the temporary file is removed.
 ///
 /// # Errors
-/// Any I/O failure, naming the file; nothing is left behind then (the
-/// temporary file is removed and `path` is untouched).
+/// I/O failures, naming the file they happened on.
 pub fn write_atomic(
     path: &Path,
-    write: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<()>,
-) -> std::io::Result<()> {
-    let (tmp, f) = TempFile::create_beside(path)?;
-    let mut w = BufWriter::with_capacity(1 << 20, f);
+    write: impl FnOnce(&mut BufWriter<&File>) -> io::Result<()>,
+) -> Result<(), WriteError> {
+    let tmp = TempFile::create(path).map_err(WriteError::at(&temp_path(path)))?;
+    let mut w = BufWriter::with_capacity(1 << 20, tmp.file());
     write(&mut w)
         .and_then(|()| w.flush())
-        .map_err(|e| annotate(tmp.path(), e))?;
-    let f = w
-        .into_inner()
-        .map_err(|e| annotate(tmp.path(), e.into_error()))?;
-    f.sync_all().map_err(|e| annotate(tmp.path(), e))?;
-    drop(f);
-    tmp.persist(path)
+        .map_err(WriteError::at(tmp.path()))?;
+    drop(w);
+    let at = tmp.path().to_path_buf();
+    tmp.persist(path).map_err(WriteError::at(&at))
+}
+
+/// The OS's words for an I/O error, without Rust's `(os error N)` suffix:
+/// `No space left on device`.
+pub fn os_message(e: &io::Error) -> String {
+    let s = e.to_string();
+    match s.rfind(" (os error ") {
+        Some(i) if s.ends_with(')') => s[..i].to_string(),
+        _ => s,
+    }
+}
+
+/// True for "the disk is full" (ENOSPC) and "over quota" (EDQUOT), the
+/// errors that freeing space can cure.
+pub fn is_disk_full(e: &io::Error) -> bool {
+    const EDQUOT: i32 = 122;
+    e.kind() == io::ErrorKind::StorageFull
+        || e.kind() == io::ErrorKind::QuotaExceeded
+        || e.raw_os_error() == Some(EDQUOT)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn registered(p: &Path) -> bool {
+        let r = registry();
+        r.files.iter().chain(&r.dirs).any(|x| x == p)
+    }
+
     #[test]
-    fn writes_whole_files_and_leaves_nothing_on_failure() {
+    fn a_persisted_file_is_final_and_unregistered() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("a.json");
+        write_atomic(&path, |w| w.write_all(b"{}")).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"{}");
+        assert!(!temp_path(&path).exists());
+        assert!(!registered(&temp_path(&path)) && !registered(&path));
+    }
+
+    #[test]
+    fn a_failed_write_leaves_no_temp_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("b.json");
+        let e = write_atomic(&path, |w| {
+            w.write_all(b"half")?;
+            Err(io::Error::other("stop"))
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("b.json.tmp: stop"), "{e}");
+        assert!(!temp_path(&path).exists() && !path.exists());
+        assert!(!registered(&temp_path(&path)));
+    }
+
+    #[test]
+    fn a_placed_file_is_removed_unless_kept() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("c.bin");
+        let t = TempFile::create(&path).unwrap();
+        t.file().write_all(b"x").unwrap();
+        let placed = t.rename_into_place(&path).unwrap();
+        assert!(path.exists() && registered(&path));
+        drop(placed);
+        assert!(!path.exists() && !registered(&path));
+    }
+
+    #[test]
+    fn created_dirs_are_registered_until_kept() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path().join("x/y");
+        let created = create_dir_all(&d).unwrap();
+        assert_eq!(created, [tmp.path().join("x"), d.clone()]);
+        assert!(registered(&d) && registered(&tmp.path().join("x")));
+        assert_eq!(
+            create_dir(&d).unwrap_err().kind(),
+            io::ErrorKind::AlreadyExists
+        );
+        keep_dir(&d);
+        assert!(!registered(&d));
+        remove_dir_if_empty(&tmp.path().join("x"));
+        assert!(tmp.path().join("x").exists(), "not empty: kept");
+        std::fs::remove_dir(&d).unwrap();
+        remove_dir_if_empty(&tmp.path().join("x"));
+        assert!(!tmp.path().join("x").exists());
+    }
+
+    #[test]
+    fn os_messages_lose_the_error_number() {
+        let e = io::Error::from_raw_os_error(28);
+        assert_eq!(os_message(&e), "No space left on device");
+        assert!(is_disk_full(&e));
+        assert!(!is_disk_full(&io::Error::from_raw_os_error(5)));
+    }
+
+    #[test]
+    fn a_failed_rewrite_leaves_the_old_file_untouched() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("a.json");
         write_atomic(&p, |w| w.write_all(b"{}\n")).unwrap();
-        assert_eq!(std::fs::read(&p).unwrap(), b"{}\n");
         let e = write_atomic(&p, |w| {
             w.write_all(b"half")?;
-            Err(std::io::Error::other("disk full"))
+            Err(io::Error::other("disk full"))
         })
         .unwrap_err();
         assert!(e.to_string().contains("disk full"), "{e}");
@@ -126,11 +417,7 @@ mod tests {
             .unwrap()
             .map(|e| e.unwrap().file_name())
             .collect();
-        assert_eq!(
-            names,
-            vec![std::ffi::OsString::from("a.json")],
-            "no temp left"
-        );
+        assert_eq!(names, vec![std::ffi::OsString::from("a.json")]);
         let e = write_atomic(&dir.path().join("no/such/dir/x"), |_| Ok(())).unwrap_err();
         assert!(e.to_string().contains("no/such/dir"), "{e}");
     }

@@ -75,6 +75,7 @@ pub struct Error {
 
 /// What is wrong with a file. Messages are lowercase and name the field.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum ErrorKind {
     /// The dump path given does not exist.
     PathMissing,

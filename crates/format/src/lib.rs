@@ -39,6 +39,8 @@ pub mod json;
 pub mod kernel_args;
 pub mod scalar;
 pub mod swimlane;
+#[cfg(feature = "synth")]
+pub mod synth;
 pub mod tensor_dump;
 pub mod upstream;
 pub mod vocab;

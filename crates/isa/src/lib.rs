@@ -32,19 +32,15 @@
 mod args;
 mod core;
 mod instr;
+pub mod kernel;
 pub mod numeric;
 pub mod record;
 mod tile;
 
 pub use crate::core::Core;
 pub use args::Args;
+pub use kernel::{KernelDef, KernelFn};
 pub use record::{BufRange, InstrRecord, Pipe};
 pub use simpler_chip::BufKind;
 pub use simpler_core::{KResult, KernelError};
 pub use tile::Tile;
-
-/// A kernel: runs one dispatch on one core.
-///
-/// Registered under a func id and a core type; the runtime calls it with the
-/// core it was dispatched to and that dispatch's argument array.
-pub type KernelFn = fn(&mut Core, &Args) -> KResult<()>;

@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 
 use simpler_core::TaskId;
 use simpler_inspect::{Dump, Record};
-use simpler_runtime::KernelDef;
+use simpler_isa::KernelDef;
 
 use crate::rebuild::{rebuild_with, DumpRecs, RebuildOptions};
 use crate::records::{rebuild_from_records, TaskInfo};

@@ -7,6 +7,7 @@ use crate::ExportError;
 /// Everything that can stop an insight-trace replay. Each message names the
 /// file, the field or the argument at fault and what was expected.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ReplayError {
     /// A replay spec field is missing, mistyped or has a bad value.
     #[error("{file}: field {field}: {msg}")]

@@ -27,12 +27,12 @@ use simpler_format::vocab::Kind;
 use simpler_inspect::{
     kernel_args::KernelArgsFile, stream::DumpInfo, Dump, Record, RecordKind, Stage,
 };
-use simpler_runtime::KernelDef;
+use simpler_isa::KernelDef;
 
 use crate::{
     spec::{
         scalar_value, ArgSpec, DataSource, DispatchIdentity, MemberSpec, ReplaySpec, SpecSource,
-        SPEC_SCHEMA_VERSION,
+        Tolerance, SPEC_SCHEMA_VERSION,
     },
     ReplayError,
 };
@@ -294,7 +294,33 @@ pub fn rebuild_with(
             Kind::Tensor => from.tensor_spec(s),
         })
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(ReplaySpec {
+    let source = SpecSource {
+        kernel_args_dump: Some(canonical(&k.path)),
+        tensor_dump: dump.map(|dp| canonical(&dp.info.manifest)),
+    };
+    Ok(assemble(
+        opts,
+        &top,
+        member_specs,
+        args,
+        source,
+        notes,
+        None,
+    ))
+}
+
+/// The spec of one rebuilt dispatch: `top` is its first member (the AIC of
+/// a MIX), `members` are listed only when there are several.
+pub(crate) fn assemble(
+    opts: &RebuildOptions<'_>,
+    top: &MemberSpec,
+    members: Vec<MemberSpec>,
+    args: Vec<ArgSpec>,
+    source: SpecSource,
+    notes: Vec<String>,
+    tolerance: Option<Tolerance>,
+) -> ReplaySpec {
+    ReplaySpec {
         schema_version: SPEC_SCHEMA_VERSION,
         workload: opts.workload.into(),
         case: opts.case.into(),
@@ -304,19 +330,12 @@ pub fn rebuild_with(
         kernel: top.kernel.clone(),
         core_type: top.core_type.clone(),
         dispatch: top.dispatch.clone(),
-        members: if member_specs.len() > 1 {
-            member_specs
-        } else {
-            Vec::new()
-        },
+        members: if members.len() > 1 { members } else { vec![] },
         args,
-        source: Some(SpecSource {
-            kernel_args_dump: Some(canonical(&k.path)),
-            tensor_dump: dump.map(|dp| canonical(&dp.info.manifest)),
-        }),
+        source: Some(source),
         notes,
-        tolerance: None,
-    })
+        tolerance,
+    }
 }
 
 /// The cluster of dispatch `d` (every dispatch of the same task and block,

@@ -29,14 +29,14 @@ use std::path::Path;
 use simpler_core::{topology::Subtask, ArgRole, TaskId};
 use simpler_format::scalar::BitsOrigin;
 use simpler_inspect::{stream::RecordStream, Record, RecordKind, Stage};
-use simpler_runtime::KernelDef;
+use simpler_isa::KernelDef;
 
 use crate::rebuild::{
-    canonical, complete, kernel_list, missing, role_name, writes, RebuildOptions,
+    assemble, canonical, complete, kernel_list, missing, role_name, writes, RebuildOptions,
 };
 use crate::spec::{
     scalar_value, ArgSpec, DataSource, DispatchIdentity, MemberSpec, ReplaySpec, SpecSource,
-    Tolerance, SPEC_SCHEMA_VERSION,
+    Tolerance,
 };
 use crate::ReplayError;
 
@@ -348,25 +348,13 @@ pub fn rebuild_from_records(
         };
         args.push(a);
     }
-    Ok(ReplaySpec {
-        schema_version: SPEC_SCHEMA_VERSION,
-        workload: opts.workload.into(),
-        case: opts.case.into(),
-        arch: opts.arch.into(),
-        clusters: opts.clusters,
-        func_id: top.func_id,
-        kernel: top.kernel.clone(),
-        core_type: top.core_type.clone(),
-        dispatch: top.dispatch.clone(),
-        members: if members.len() > 1 { members } else { vec![] },
-        args,
-        source: Some(SpecSource {
-            kernel_args_dump: None,
-            tensor_dump: Some(canonical(recs.manifest)),
-        }),
-        notes,
-        tolerance,
-    })
+    let source = SpecSource {
+        kernel_args_dump: None,
+        tensor_dump: Some(canonical(recs.manifest)),
+    };
+    Ok(assemble(
+        opts, &top, members, args, source, notes, tolerance,
+    ))
 }
 
 fn scalar_arg(

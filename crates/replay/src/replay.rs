@@ -22,8 +22,8 @@ use simpler_core::{
     abi::{payload, GlobalContext, LocalContext, GLOBAL_CONTEXT_SLOT, LOCAL_CONTEXT_SLOT},
     ChipTensor, DType,
 };
-use simpler_isa::{Args, Core, InstrRecord};
-use simpler_runtime::KernelDef;
+use simpler_isa::KernelDef;
+use simpler_isa::{kernel::panic_message, Args, Core, InstrRecord};
 
 use crate::{
     spec::{fill_bits, DataSource, Member, Plan, SENTINEL_BYTE},
@@ -403,9 +403,9 @@ pub fn execute(
     Ok(Execution { cores, tensors })
 }
 
-/// Run one member on a fresh core, on a thread named like the runtime's
-/// core threads (so a kernel panic is reported as an error, not printed by
-/// the process's panic hook).
+/// Run one member on a fresh core of its own thread, through
+/// `simpler_isa::kernel::run` (a kernel panic is reported as an error
+/// naming the kernel, not printed by the process's panic hook).
 fn run_member(
     gm: &Arc<Gm>,
     plan: &Plan,
@@ -429,17 +429,18 @@ fn run_member(
                 let mut core = Core::new(m.core_id, core_type, &plan.arch, gm.clone());
                 core.start_recording();
                 let args = Args::new(gm, base);
-                let r = func(&mut core, &args);
-                (r.map_err(|e| e.to_string()), core.take_records())
+                let r = match simpler_isa::kernel::run(func, &mut core, &args) {
+                    Ok(r) => r.map_err(|e| e.to_string()),
+                    Err(p) => Err(format!("kernel panicked: {}", panic_message(p.as_ref()))),
+                };
+                (r, core.take_records())
             })
             .map_err(|e| kernel_err(format!("cannot start a core thread: {e}")))?;
         h.join().map_err(|p| {
-            let msg = p
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "non-string panic payload".into());
-            kernel_err(format!("kernel panicked: {msg}"))
+            kernel_err(format!(
+                "replay thread panicked: {}",
+                panic_message(p.as_ref())
+            ))
         })
     })?;
     match out {

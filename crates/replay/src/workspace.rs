@@ -24,7 +24,7 @@ use std::{
 };
 
 use serde::Serialize;
-use simpler_runtime::KernelDef;
+use simpler_isa::KernelDef;
 
 use crate::{
     export_trace,
@@ -150,14 +150,11 @@ impl Workspace {
 /// # Errors
 /// [`ReplayError::Io`] naming the file.
 pub fn write_atomic(path: &Path, text: &str) -> Result<(), ReplayError> {
-    simpler_dump::durable::write_atomic(path, |w| {
+    simpler_format::durable::write_atomic(path, |w| {
         w.write_all(text.as_bytes())?;
         w.write_all(b"\n")
     })
-    .map_err(|e| match e {
-        simpler_dump::DumpError::Io { path, source } => ReplayError::io(Path::new(&path), &source),
-        other => ReplayError::io(path, &std::io::Error::other(other.to_string())),
-    })
+    .map_err(|e| ReplayError::io(&e.path, &e.source))
 }
 
 // ---------------------------------------------------------------------------

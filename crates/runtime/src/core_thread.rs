@@ -2,26 +2,19 @@
 //! and sends a completion back (DESIGN §2). With the timeline on it also
 //! stamps each dispatch and, predicting, times the kernel's instructions.
 
-use std::{panic::AssertUnwindSafe, sync::Arc};
+use std::sync::Arc;
 
 use crossbeam::channel::Receiver;
-use simpler_isa::{Args, Core};
+use simpler_isa::{
+    kernel::{self, panic_message},
+    Args, Core,
+};
 
 use crate::{
     scheduler::{Completion, Dispatch, Shared},
     swimlane::{stamp, CoreRec, CoreStamps},
     RuntimeError,
 };
-
-fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = p.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = p.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "non-string panic payload".into()
-    }
-}
 
 /// A core's view of its scheduler.
 pub(crate) struct CoreCtx {
@@ -43,12 +36,12 @@ fn run_kernel(
     start: u64,
 ) -> std::thread::Result<simpler_isa::KResult<()>> {
     let Some(rec) = &ctx.rec else {
-        return std::panic::catch_unwind(AssertUnwindSafe(|| (d.member.func)(core, args)));
+        return kernel::run(d.member.func, core, args);
     };
     if rec.cost.is_some() {
         core.start_recording();
     }
-    let r = std::panic::catch_unwind(AssertUnwindSafe(|| (d.member.func)(core, args)));
+    let r = kernel::run(d.member.func, core, args);
     let end = stamp(ctx.shared.epoch);
     let cost = rec.cost.as_ref().map(|f| f(&core.take_records()));
     // A core starts the kernel the moment it takes the dispatch from its

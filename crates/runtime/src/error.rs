@@ -6,6 +6,7 @@ use thiserror::Error;
 
 /// Everything that can stop a run or reject a submission.
 #[derive(Debug, Error, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum RuntimeError {
     /// A func id that no registered kernel has.
     #[error("unknown func id {func_id} (registered: {known})")]

@@ -2,45 +2,10 @@
 
 use std::collections::BTreeMap;
 
-use simpler_core::topology::{CoreType, Subtask};
-use simpler_isa::KernelFn;
+use simpler_core::topology::Subtask;
+use simpler_isa::KernelDef;
 
 use crate::RuntimeError;
-
-/// A kernel registered under a func id.
-#[derive(Clone, Copy)]
-pub struct KernelDef {
-    /// Func id tasks name it by.
-    pub func_id: u32,
-    /// Human-readable name (`qk_matmul`).
-    pub name: &'static str,
-    /// Core type it runs on.
-    pub core_type: CoreType,
-    /// The code.
-    pub func: KernelFn,
-}
-
-impl std::fmt::Debug for KernelDef {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("KernelDef")
-            .field("func_id", &self.func_id)
-            .field("name", &self.name)
-            .field("core_type", &self.core_type)
-            .finish()
-    }
-}
-
-impl KernelDef {
-    /// A kernel definition.
-    pub fn new(func_id: u32, name: &'static str, core_type: CoreType, func: KernelFn) -> KernelDef {
-        KernelDef {
-            func_id,
-            name,
-            core_type,
-            func,
-        }
-    }
-}
 
 /// Kernels by func id.
 #[derive(Debug, Default, Clone)]

@@ -57,8 +57,9 @@ pub use args::{ArgRole, OrchArg, OrchArgs, Scalar, TaskArgs, Tensor, TensorArg, 
 pub use cancel::CancelToken;
 pub use config::RuntimeConfig;
 pub use error::RuntimeError;
-pub use kernels::{KernelDef, KernelRegistry, Kernels, Shape};
+pub use kernels::{KernelRegistry, Kernels, Shape};
 pub use orchestrator::{Orchestrator, Submitted, MAX_RINGS};
 pub use runtime::{RunReport, Runtime};
 pub use simpler_core::TaskId;
+pub use simpler_isa::KernelDef;
 pub use swimlane::{SwimlaneConfig, SwimlaneLog};

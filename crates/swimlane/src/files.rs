@@ -17,6 +17,7 @@ use crate::{
 
 /// Why a run's files could not be read.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum LoadError {
     /// A file is missing, unreadable, or not what it should be.
     #[error(transparent)]
@@ -152,7 +153,7 @@ impl Sink for PlainSink {
         path: &Path,
         body: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>,
     ) -> io::Result<()> {
-        simpler_format::durable::write_atomic(path, |w| body(w))
+        simpler_format::durable::write_atomic(path, |w| body(w)).map_err(|e| e.into_io())
     }
 
     fn create_dir(&self, path: &Path) -> io::Result<()> {

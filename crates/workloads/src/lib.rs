@@ -40,6 +40,7 @@ pub struct Outcome {
 
 /// Why a workload could not run.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum WorkloadError {
     /// No workload of that name.
     #[error("unknown workload '{name}' (available: {known})")]

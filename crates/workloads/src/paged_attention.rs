@@ -259,57 +259,110 @@ impl Inputs {
 /// Malformed arguments (shape, dtype, a context longer than the block table
 /// allows, a block id outside the cache), or a runtime error.
 pub fn orchestrate(o: &mut Orchestrator<'_>, args: &OrchArgs) -> Result<(), RuntimeError> {
-    let query = args.tensor_at(0)?;
-    let key_cache = args.tensor_at(1)?;
-    let value_cache = args.tensor_at(2)?;
-    let block_table = args.tensor_at(3)?;
-    let context_lens = args.tensor_at(4)?;
-    let out = args.tensor_at(5)?;
-    let scale_arg = args.scalar_at(0)?;
-    if scale_arg.dtype != DType::Float32 {
-        return Err(orch_err(format!(
-            "scalar argument scale: expected FLOAT32, got {}",
-            scale_arg.dtype
-        )));
+    let a = PaArgs::parse(args)?;
+    for b in 0..a.batch {
+        let (ctx, phys) = a.batch_blocks(o, b)?;
+        o.scope(|o| {
+            let mut q0 = 0;
+            while q0 < a.heads {
+                let q = a.q_tile.min(a.heads - q0);
+                a.submit_tile(o, b * a.heads + q0, q, ctx, &phys)?;
+                q0 += q;
+            }
+            Ok(())
+        })?;
     }
-    let scale = f32::from_bits(scale_arg.bits as u32);
+    Ok(())
+}
 
-    expect_tensor("query", &query, 3, DType::Bfloat16)?;
-    expect_tensor("key_cache", &key_cache, 4, DType::Bfloat16)?;
-    expect_tensor("value_cache", &value_cache, 4, DType::Bfloat16)?;
-    expect_tensor("block_table", &block_table, 2, DType::Int32)?;
-    expect_tensor("context_lens", &context_lens, 1, DType::Int32)?;
-    expect_tensor("out", &out, 3, DType::Float32)?;
-    let (b_n, h, d) = (query.shape()[0], query.shape()[1], query.shape()[2]);
-    let (nb, bs) = (key_cache.shape()[0], key_cache.shape()[1]);
-    let max_blocks = block_table.shape()[1];
-    if key_cache.shape() != [nb, bs, 1, d] || value_cache.shape() != key_cache.shape() {
-        return Err(orch_err(format!(
-            "key_cache {:?} / value_cache {:?} must both be [num_blocks, bs, 1, {d}]",
-            key_cache.shape(),
-            value_cache.shape()
-        )));
-    }
-    if out.shape() != query.shape()
-        || block_table.shape()[0] != b_n
-        || context_lens.shape()[0] != b_n
-    {
-        return Err(orch_err(format!(
-            "out {:?}, block_table {:?}, context_lens {:?} do not match query {:?}",
-            out.shape(),
-            block_table.shape(),
-            context_lens.shape(),
-            query.shape()
-        )));
-    }
-    let q_tile = h.min(MAX_Q_TILE);
-    let query2 = query.reshape(&[b_n * h, d])?;
-    let out2 = out.reshape(&[b_n * h, d])?;
-    let k2 = key_cache.reshape(&[nb * bs, d])?;
-    let v2 = value_cache.reshape(&[nb * bs, d])?;
+/// The orchestration's arguments, checked, as 2-D views.
+struct PaArgs {
+    query: Tensor,
+    out: Tensor,
+    key: Tensor,
+    value: Tensor,
+    block_table: Tensor,
+    context_lens: Tensor,
+    scale: f32,
+    batch: u32,
+    heads: u32,
+    head_dim: u32,
+    num_blocks: u32,
+    block_size: u32,
+    max_blocks: u32,
+    q_tile: u32,
+}
 
-    for b in 0..b_n {
-        let ctx = o.read_scalar(&context_lens, u64::from(b))?.as_i64();
+impl PaArgs {
+    /// Check shapes and dtypes and flatten the heads and cache rows.
+    fn parse(args: &OrchArgs) -> Result<PaArgs, RuntimeError> {
+        let query = args.tensor_at(0)?;
+        let key_cache = args.tensor_at(1)?;
+        let value_cache = args.tensor_at(2)?;
+        let block_table = args.tensor_at(3)?;
+        let context_lens = args.tensor_at(4)?;
+        let out = args.tensor_at(5)?;
+        let scale_arg = args.scalar_at(0)?;
+        if scale_arg.dtype != DType::Float32 {
+            return Err(orch_err(format!(
+                "scalar argument scale: expected FLOAT32, got {}",
+                scale_arg.dtype
+            )));
+        }
+        expect_tensor("query", &query, 3, DType::Bfloat16)?;
+        expect_tensor("key_cache", &key_cache, 4, DType::Bfloat16)?;
+        expect_tensor("value_cache", &value_cache, 4, DType::Bfloat16)?;
+        expect_tensor("block_table", &block_table, 2, DType::Int32)?;
+        expect_tensor("context_lens", &context_lens, 1, DType::Int32)?;
+        expect_tensor("out", &out, 3, DType::Float32)?;
+        let (b_n, h, d) = (query.shape()[0], query.shape()[1], query.shape()[2]);
+        let (nb, bs) = (key_cache.shape()[0], key_cache.shape()[1]);
+        if key_cache.shape() != [nb, bs, 1, d] || value_cache.shape() != key_cache.shape() {
+            return Err(orch_err(format!(
+                "key_cache {:?} / value_cache {:?} must both be [num_blocks, bs, 1, {d}]",
+                key_cache.shape(),
+                value_cache.shape()
+            )));
+        }
+        if out.shape() != query.shape()
+            || block_table.shape()[0] != b_n
+            || context_lens.shape()[0] != b_n
+        {
+            return Err(orch_err(format!(
+                "out {:?}, block_table {:?}, context_lens {:?} do not match query {:?}",
+                out.shape(),
+                block_table.shape(),
+                context_lens.shape(),
+                query.shape()
+            )));
+        }
+        Ok(PaArgs {
+            query: query.reshape(&[b_n * h, d])?,
+            out: out.reshape(&[b_n * h, d])?,
+            key: key_cache.reshape(&[nb * bs, d])?,
+            value: value_cache.reshape(&[nb * bs, d])?,
+            max_blocks: block_table.shape()[1],
+            block_table,
+            context_lens,
+            scale: f32::from_bits(scale_arg.bits as u32),
+            batch: b_n,
+            heads: h,
+            head_dim: d,
+            num_blocks: nb,
+            block_size: bs,
+            q_tile: h.min(MAX_Q_TILE),
+        })
+    }
+
+    /// Batch `b`'s context length and physical block ids (read once per
+    /// batch: they do not depend on the tile), checked against the cache.
+    fn batch_blocks(
+        &self,
+        o: &mut Orchestrator<'_>,
+        b: u32,
+    ) -> Result<(u32, Vec<u32>), RuntimeError> {
+        let (bs, max_blocks, nb) = (self.block_size, self.max_blocks, self.num_blocks);
+        let ctx = o.read_scalar(&self.context_lens, u64::from(b))?.as_i64();
         if ctx < 1 || ctx > i64::from(max_blocks) * i64::from(bs) {
             return Err(orch_err(format!(
                 "context_lens[{b}] = {ctx} is outside 1..={} (block table width {max_blocks} × bs {bs})",
@@ -318,15 +371,10 @@ pub fn orchestrate(o: &mut Orchestrator<'_>, args: &OrchArgs) -> Result<(), Runt
         }
         let ctx = ctx as u32;
         let blocks = ctx.div_ceil(bs);
-        // Physical block ids, read once per batch (they do not depend on the tile).
         let mut phys = Vec::with_capacity(blocks as usize);
         for j in 0..blocks {
-            let p = o
-                .read_scalar(
-                    &block_table,
-                    u64::from(b) * u64::from(max_blocks) + u64::from(j),
-                )?
-                .as_i64();
+            let at = u64::from(b) * u64::from(max_blocks) + u64::from(j);
+            let p = o.read_scalar(&self.block_table, at)?.as_i64();
             if p < 0 || p >= i64::from(nb) {
                 return Err(orch_err(format!(
                     "block_table[{b}, {j}] = {p} is outside the cache's 0..{nb} blocks"
@@ -334,78 +382,106 @@ pub fn orchestrate(o: &mut Orchestrator<'_>, args: &OrchArgs) -> Result<(), Runt
             }
             phys.push(p as u32);
         }
-        o.scope(|o| {
-            let mut q0 = 0;
-            while q0 < h {
-                let q = q_tile.min(h - q0);
-                let mi = o.alloc(TensorInfo::new(&[q], DType::Float32))?;
-                let li = o.alloc(TensorInfo::new(&[q], DType::Float32))?;
-                let oi = o.alloc(TensorInfo::new(&[q, d], DType::Float32))?;
-                let row = b * h + q0;
-                let qi = query2.view(&[row, 0], &[q, d])?;
-                let dst = out2.view(&[row, 0], &[q, d])?;
-                let sij_info = TensorInfo::new(&[q, bs], DType::Float32);
-                let pij_info = TensorInfo::new(&[q, bs], DType::Bfloat16);
-                let vec_info = TensorInfo::new(&[q], DType::Float32);
-                let oi_info = TensorInfo::new(&[q, d], DType::Float32);
-                for (j, &p) in phys.iter().enumerate() {
-                    let j = j as u32;
-                    let valid = bs.min(ctx - j * bs);
-                    let kj = k2.view(&[p * bs, 0], &[bs, d])?;
-                    let vj = v2.view(&[p * bs, 0], &[bs, d])?;
-                    o.scope(|o| {
-                        let sij = o
-                            .submit(
-                                Kernels::Aic(FUNC_QK),
-                                TaskArgs::new()
-                                    .input(&qi)
-                                    .input(&kj)
-                                    .output(sij_info.clone()),
-                            )?
-                            .outputs[0];
-                        let sij_valid = sij.view(&[0, 0], &[q, valid])?;
-                        let sf = o.submit(
-                            Kernels::Aiv(FUNC_SF),
-                            TaskArgs::new()
-                                .input(&sij_valid)
-                                .output(pij_info.clone())
-                                .output(vec_info.clone())
-                                .output(vec_info.clone())
-                                .scalar_f32(scale),
-                        )?;
-                        let (pij, mij, lij) = (sf.outputs[0], sf.outputs[1], sf.outputs[2]);
-                        let oi_new = o
-                            .submit(
-                                Kernels::Aic(FUNC_PV),
-                                TaskArgs::new()
-                                    .input(&pij)
-                                    .input(&vj)
-                                    .output(oi_info.clone()),
-                            )?
-                            .outputs[0];
-                        o.submit(
-                            Kernels::Aiv(FUNC_UP),
-                            TaskArgs::new()
-                                .input(&mij)
-                                .input(&lij)
-                                .input(&oi_new)
-                                .inout(&mi)
-                                .inout(&li)
-                                .inout(&oi)
-                                .inout(&dst)
-                                .dump()
-                                .scalar_i32(i32::from(j == 0))
-                                .scalar_i32(i32::from(j + 1 == blocks)),
-                        )?;
-                        Ok(())
-                    })?;
-                }
-                q0 += q;
-            }
-            Ok(())
-        })?;
+        Ok((ctx, phys))
     }
-    Ok(())
+
+    /// One query tile of `q` rows from flattened row `row`: its zeroed
+    /// accumulators, then QK, SF, PV and UP per key block, each block in a
+    /// scope of its own.
+    fn submit_tile(
+        &self,
+        o: &mut Orchestrator<'_>,
+        row: u32,
+        q: u32,
+        ctx: u32,
+        phys: &[u32],
+    ) -> Result<(), RuntimeError> {
+        let (d, bs) = (self.head_dim, self.block_size);
+        let acc = Accumulators {
+            mi: o.alloc(TensorInfo::new(&[q], DType::Float32))?,
+            li: o.alloc(TensorInfo::new(&[q], DType::Float32))?,
+            oi: o.alloc(TensorInfo::new(&[q, d], DType::Float32))?,
+            qi: self.query.view(&[row, 0], &[q, d])?,
+            dst: self.out.view(&[row, 0], &[q, d])?,
+        };
+        let blocks = phys.len() as u32;
+        for (j, &p) in phys.iter().enumerate() {
+            let j = j as u32;
+            let valid = bs.min(ctx - j * bs);
+            let kj = self.key.view(&[p * bs, 0], &[bs, d])?;
+            let vj = self.value.view(&[p * bs, 0], &[bs, d])?;
+            let flags = (i32::from(j == 0), i32::from(j + 1 == blocks));
+            o.scope(|o| self.submit_block(o, &acc, (&kj, &vj), valid, flags))?;
+        }
+        Ok(())
+    }
+
+    /// QK, SF, PV and UP of one key block (`valid` of its rows hold keys;
+    /// `flags` are UP's `is_first`, `is_last`).
+    fn submit_block(
+        &self,
+        o: &mut Orchestrator<'_>,
+        acc: &Accumulators,
+        (kj, vj): (&Tensor, &Tensor),
+        valid: u32,
+        (is_first, is_last): (i32, i32),
+    ) -> Result<(), RuntimeError> {
+        let (q, d, bs) = (acc.qi.shape()[0], self.head_dim, self.block_size);
+        let vec_info = TensorInfo::new(&[q], DType::Float32);
+        let sij = o
+            .submit(
+                Kernels::Aic(FUNC_QK),
+                TaskArgs::new()
+                    .input(&acc.qi)
+                    .input(kj)
+                    .output(TensorInfo::new(&[q, bs], DType::Float32)),
+            )?
+            .outputs[0];
+        let sij_valid = sij.view(&[0, 0], &[q, valid])?;
+        let sf = o.submit(
+            Kernels::Aiv(FUNC_SF),
+            TaskArgs::new()
+                .input(&sij_valid)
+                .output(TensorInfo::new(&[q, bs], DType::Bfloat16))
+                .output(vec_info.clone())
+                .output(vec_info)
+                .scalar_f32(self.scale),
+        )?;
+        let (pij, mij, lij) = (sf.outputs[0], sf.outputs[1], sf.outputs[2]);
+        let oi_new = o
+            .submit(
+                Kernels::Aic(FUNC_PV),
+                TaskArgs::new()
+                    .input(&pij)
+                    .input(vj)
+                    .output(TensorInfo::new(&[q, d], DType::Float32)),
+            )?
+            .outputs[0];
+        o.submit(
+            Kernels::Aiv(FUNC_UP),
+            TaskArgs::new()
+                .input(&mij)
+                .input(&lij)
+                .input(&oi_new)
+                .inout(&acc.mi)
+                .inout(&acc.li)
+                .inout(&acc.oi)
+                .inout(&acc.dst)
+                .dump()
+                .scalar_i32(is_first)
+                .scalar_i32(is_last),
+        )?;
+        Ok(())
+    }
+}
+
+/// A query tile's inputs, accumulators and destination rows.
+struct Accumulators {
+    qi: Tensor,
+    dst: Tensor,
+    mi: Tensor,
+    li: Tensor,
+    oi: Tensor,
 }
 
 /// A finished run with its raw output.

@@ -101,6 +101,7 @@ impl Default for DiffOptions {
 
 /// Options that cannot be used.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum DiffError {
     /// A tolerance that is negative, NaN or infinite.
     #[error("--{arg} {value}: expected a finite number >= 0")]

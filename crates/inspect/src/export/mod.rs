@@ -81,6 +81,7 @@ pub fn export_file_name(r: &Record, ext: &str) -> String {
 
 /// Why an export failed: reading the dump or writing the file.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ExportError {
     /// The dump could not be read.
     #[error(transparent)]

@@ -3,6 +3,7 @@
 
 mod common;
 mod cube;
+mod kernel;
 mod mem;
 mod record;
 mod vector;

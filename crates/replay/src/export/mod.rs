@@ -53,6 +53,7 @@ use simpler_isa::Pipe;
 
 /// Why an export failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ExportError {
     /// A file or directory could not be created or written.
     #[error("cannot write {}: {source}", path.display())]
@@ -314,15 +315,9 @@ fn write_atomic(
     path: &Path,
     body: impl FnOnce(&mut BufWriter<&File>) -> io::Result<()>,
 ) -> Result<(), ExportError> {
-    simpler_dump::durable::write_atomic(path, body).map_err(|e| match e {
-        simpler_dump::DumpError::Io { path, source } => ExportError::Io {
-            path: path.into(),
-            source,
-        },
-        other => ExportError::Io {
-            path: path.to_path_buf(),
-            source: io::Error::other(other.to_string()),
-        },
+    simpler_format::durable::write_atomic(path, body).map_err(|e| ExportError::Io {
+        path: e.path,
+        source: e.source,
     })
 }
 
