@@ -1,9 +1,9 @@
-//! `simpler_dump::diff` on synthetic dumps whose values the tests control:
-//! tolerance rules, NaN/inf, cosine of zero vectors, one-sided records,
-//! dtype/shape/kind mismatches, scalars, metadata-only and truncated
-//! records, pairing by order, the text and JSON reports, and the
-//! `simpler dump diff` command module (src/dump_diff.rs of the root
-//! package, compiled in through #[path]) with its exit codes.
+//! `simpler_inspect::diff` on synthetic dumps whose values the tests
+//! control: tolerance rules, NaN/inf, cosine of zero vectors, one-sided
+//! records, dtype/shape/kind mismatches, scalars, metadata-only and
+//! truncated records, pairing by order, the text and JSON reports (the
+//! `simpler dump diff` command and its exit codes are tested in the CLI's
+//! tests).
 
 use crate::common;
 
