@@ -369,15 +369,14 @@ impl Reference {
 }
 
 /// One complete CaseLarge dump (seed 7), shared by the tests that compare
-/// against it.
+/// against it. Held in memory: its folder is removed once read (a static
+/// is never dropped, so a folder kept with it would outlive the tests).
 pub fn case_large() -> &'static Reference {
-    static R: OnceLock<(tempfile::TempDir, Reference)> = OnceLock::new();
-    &R.get_or_init(|| {
+    static R: OnceLock<Reference> = OnceLock::new();
+    R.get_or_init(|| {
         let tmp = tempfile::tempdir().unwrap();
-        let r = Reference::make(tmp.path(), &CASE_LARGE);
-        (tmp, r)
+        Reference::make(tmp.path(), &CASE_LARGE)
     })
-    .1
 }
 
 /// The CaseLarge run every kill test makes.
