@@ -5,7 +5,7 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use simpler_chip::ArchProfile;
-use simpler_runtime::RuntimeConfig;
+use simpler_runtime::{RaceCheck, RuntimeConfig};
 
 /// Runtime for task graphs on a simulated tile accelerator, built for diagnostics.
 #[derive(Debug, Parser)]
@@ -69,6 +69,11 @@ pub struct ChipArgs {
     /// its dump is kept, marked incomplete, with the hang snapshot.
     #[arg(long, value_name = "SECONDS", allow_hyphen_values = true, value_parser = parse_timeout)]
     pub timeout: Option<f64>,
+    /// GM bytes written by two dispatches that may run at the same time
+    /// (SPMD blocks of a task, MIX members, `no_dep` tasks): `warn` prints
+    /// each race and counts it, `error` fails the run, `off` skips the check.
+    #[arg(long, default_value = "warn", value_name = "MODE", value_parser = ["off", "warn", "error"])]
+    pub racecheck: String,
 }
 
 /// Largest `--gm-mib`: 1 TiB.
@@ -122,6 +127,12 @@ impl ChipArgs {
         if !(1..=MAX_GM_MIB).contains(&self.gm_mib) {
             bail!("--gm-mib {}: expected MiB in 1..={MAX_GM_MIB}", self.gm_mib);
         }
+        let Some(racecheck) = RaceCheck::from_name(&self.racecheck) else {
+            bail!(
+                "--racecheck {}: expected off, warn or error",
+                self.racecheck
+            );
+        };
         Ok(RuntimeConfig {
             arch,
             clusters: self.clusters,
@@ -129,6 +140,7 @@ impl ChipArgs {
             gm_bytes: self.gm_mib << 20,
             timeout,
             cancel: crate::signals::token(),
+            racecheck,
             ..Default::default()
         })
     }

@@ -11,7 +11,8 @@ use crate::{cli::RunArgs, dump_cfg::RunDir};
 /// Run, print PASS/FAIL with the error figures; exit 1 on FAIL. A first
 /// SIGINT/SIGTERM stops the run and exports its dump as incomplete (exit
 /// 130/143); a timeout, a kernel error or a failed write exit 2, saying
-/// what the dump kept.
+/// what the dump kept; a write race under `--racecheck error` (a failed
+/// check) exits 1.
 pub fn run(a: &RunArgs) -> Result<ExitCode> {
     crate::signals::stop_runs_gracefully();
     let w = simpler_workloads::find(&a.workload)?;
@@ -53,7 +54,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
 
     let r = &out.report;
     println!(
-        "{} {case} (seed {}): {} tasks, {} edges, {} dispatches on {} clusters / {} schedulers ({}) in {:.2} ms",
+        "{} {case} (seed {}): {} tasks, {} edges, {} dispatches on {} clusters / {} schedulers ({}) in {:.2} ms{}",
         w.name(),
         a.seed,
         r.tasks,
@@ -62,7 +63,8 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
         cfg.clusters,
         cfg.sched_threads,
         cfg.arch.name,
-        r.wall.as_secs_f64() * 1e3
+        r.wall.as_secs_f64() * 1e3,
+        races_note(r.write_races)
     );
     if let Some(d) = &r.dump {
         crate::dump_cfg::report(d);
@@ -81,17 +83,33 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
 }
 
 /// The run ended abnormally: the error in the words the dump's `reason`
-/// uses, what the dump kept; 130/143 when a signal stopped it, else 2.
+/// uses, what the dump kept; then [`failure_code`].
 fn failed(e: &WorkloadError, rt: &Runtime, run_dir: Option<RunDir>) -> ExitCode {
     eprintln!("error: {e}");
     if let Some(dir) = run_dir {
         crate::dump_cfg::report_failed(rt, dir);
     }
+    failure_code(e)
+}
+
+/// 130/143 when a signal stopped the run, 1 for a write race under
+/// `--racecheck error` (a check failed), else 2.
+fn failure_code(e: &WorkloadError) -> ExitCode {
     match e {
         WorkloadError::Runtime(RuntimeError::Cancelled(_)) => {
             crate::signals::interrupted().unwrap_or(ExitCode::from(130))
         }
+        WorkloadError::Runtime(RuntimeError::WriteRace(_)) => ExitCode::from(1),
         _ => ExitCode::from(2),
+    }
+}
+
+/// The run summary's mention of write races: nothing when there was none.
+fn races_note(n: u64) -> String {
+    match n {
+        0 => String::new(),
+        1 => ", 1 write race (see the warning above)".into(),
+        n => format!(", {n} write races (see the warnings above)"),
     }
 }
 
@@ -120,6 +138,46 @@ fn exit_code(g: &GoldenCheck) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_write_race_under_racecheck_error_is_a_failed_check() {
+        use simpler_core::{topology::CoreType, RaceWriter, TaskId, WriteRace};
+        let w = RaceWriter {
+            dispatch_id: 0,
+            task_id: TaskId::new(0, 0),
+            func_id: 0,
+            kernel: "k",
+            core_type: CoreType::Aiv,
+            core_id: 8,
+            block_idx: 0,
+        };
+        let race = WriteRace {
+            first: w,
+            second: RaceWriter {
+                dispatch_id: 1,
+                ..w
+            },
+            buffer: 0x1000,
+            start: 0,
+            end: 8,
+            overlap_bytes: 8,
+        };
+        let e = WorkloadError::Runtime(RuntimeError::WriteRace(Box::new(race)));
+        assert_eq!(failure_code(&e), ExitCode::from(1));
+        let e = WorkloadError::Runtime(RuntimeError::Timeout(1.0));
+        assert_eq!(
+            failure_code(&e),
+            ExitCode::from(2),
+            "other failures keep exit 2"
+        );
+    }
+
+    #[test]
+    fn the_summary_names_write_races_only_when_there_are_some() {
+        assert_eq!(races_note(0), "");
+        assert_eq!(races_note(1), ", 1 write race (see the warning above)");
+        assert_eq!(races_note(6), ", 6 write races (see the warnings above)");
+    }
 
     #[test]
     fn a_failed_golden_prints_fail_and_exits_1() {

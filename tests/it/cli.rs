@@ -114,6 +114,24 @@ fn bad_chip_flags_are_named() {
 }
 
 #[test]
+fn racecheck_modes_are_flags_and_a_bad_one_is_named() {
+    for mode in ["off", "warn", "error"] {
+        let o = simpler(&["run", "mixed_example", "--racecheck", mode]);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(0), "{mode}: {out}\n{err}");
+        assert!(
+            !out.contains("write race") && !err.contains("write race"),
+            "{out}{err}"
+        );
+    }
+    let o = simpler(&["run", "mixed_example", "--racecheck", "loud"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(err.contains("--racecheck") && err.contains("loud"), "{err}");
+    assert!(err.contains("off, warn, error"), "lists the values: {err}");
+}
+
+#[test]
 fn a5_profile_with_36_clusters_runs() {
     let o = simpler(&["run", "mixed_example", "--arch", "a5", "--clusters", "36"]);
     let (out, err) = text(&o);

@@ -2,7 +2,11 @@
 //!
 //! [`Gm`] is global memory: one host allocation whose device addresses are the
 //! host addresses of its bytes, with an allocator and bounds-checked access
-//! (an access outside every live allocation is an error, never UB).
+//! (an access outside the requested bytes of every live allocation is an
+//! error, never UB), data-race-free however many cores touch the same bytes.
+//! The runtime writes its dispatch arguments through a [`Reserved`] region
+//! that kernels cannot write; a [`WriteLog`] collects what a dispatch wrote
+//! for the race check.
 //! [`ArchProfile`] holds the per-architecture sizes (`a2a3`, `a5`), and
 //! [`LocalBuffers`] the capacity-checked L1/L0A/L0B/L0C/UB of one core.
 //!
@@ -15,13 +19,17 @@
 //! gm.read(a, &mut b).unwrap();
 //! assert_eq!(b, [1, 2, 3]);
 //! assert!(gm.read(a + 64, &mut b).is_err());
+//! assert!(gm.read(a + 62, &mut b).is_err(), "only the 64 requested bytes");
 //! ```
 #![deny(missing_docs)]
 
 mod arch;
 mod gm;
 mod local;
+mod shared_mem;
+mod write_log;
 
 pub use arch::ArchProfile;
-pub use gm::{Gm, GmError, GM_ALIGN};
+pub use gm::{Gm, GmArea, GmError, Reserved, GM_ALIGN};
 pub use local::{BufKind, LocalBuffers};
+pub use write_log::{WriteLog, WriteRun};

@@ -9,14 +9,34 @@ pub type KResult<T> = Result<T, KernelError>;
 #[derive(Debug, Error, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum KernelError {
-    /// A global-memory access touched bytes outside every live allocation.
-    #[error("global memory access out of bounds: {len} bytes at 0x{addr:016x} are not inside a live allocation")]
+    /// A global-memory access touched bytes outside the requested size of
+    /// every live allocation (allocator padding included).
+    #[error("global memory access out of bounds: {len} bytes at 0x{addr:016x} {}", miss_detail(*addr, *len, near))]
     GmOutOfBounds {
         /// First byte of the access.
         addr: u64,
         /// Length of the access in bytes.
         len: u64,
+        /// The live allocation at or below `addr` (the one the access
+        /// missed), if any.
+        near: Option<GmAlloc>,
     },
+    /// A kernel tried to write GM the runtime reserved for itself (the
+    /// dispatch argument areas).
+    #[error("global memory write of {len} bytes at 0x{addr:016x} lands in the runtime's dispatch argument area (0x{area:016x}, {area_len} bytes), which kernels may read but not write")]
+    GmReserved {
+        /// First byte of the access.
+        addr: u64,
+        /// Length of the access in bytes.
+        len: u64,
+        /// Start of the reserved area.
+        area: u64,
+        /// Bytes of the reserved area.
+        area_len: u64,
+    },
+    /// A tensor view whose fields do not describe bytes in GM.
+    #[error(transparent)]
+    View(#[from] ViewError),
     /// A local buffer (L1, L0A, L0B, L0C, UB) ran out of capacity.
     #[error("local buffer {buffer} overflow: requested {requested} bytes, {used} of {capacity} already in use")]
     LocalBufferOverflow {
@@ -51,6 +71,54 @@ pub enum KernelError {
     /// The kernel reported a failure of its own.
     #[error("{0}")]
     Failed(String),
+}
+
+/// A live GM allocation, as an out-of-bounds error names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GmAlloc {
+    /// Address of its first byte.
+    pub base: u64,
+    /// Bytes requested (what may be accessed; padding excluded).
+    pub size: u64,
+    /// A region the runtime reserved for itself (dispatch arguments).
+    pub reserved: bool,
+}
+
+/// Where an out-of-bounds access of `len` bytes at `addr` fell, relative to
+/// the allocation below it.
+fn miss_detail(addr: u64, len: u64, near: &Option<GmAlloc>) -> String {
+    let Some(a) = near else {
+        return "are not inside any live allocation".into();
+    };
+    let alloc_end = a.base.saturating_add(a.size);
+    let what = format!(
+        "the {} at 0x{:016x} ({} bytes{})",
+        if a.reserved {
+            "runtime's reserved dispatch argument area"
+        } else {
+            "allocation"
+        },
+        a.base,
+        a.size,
+        if a.reserved { "" } else { " requested" }
+    );
+    if addr < alloc_end {
+        let over = addr.saturating_add(len).saturating_sub(alloc_end);
+        format!("overrun {what} by {over} bytes")
+    } else {
+        format!("start {} bytes past the end of {what}", addr - alloc_end)
+    }
+}
+
+/// A tensor view whose bytes cannot be located: shape, strides, start
+/// offset or rank do not describe a span of the 64-bit address space.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[error("tensor view of the buffer at 0x{addr:016x}: {problem}")]
+pub struct ViewError {
+    /// The view's `addr` (its buffer).
+    pub addr: u64,
+    /// What is wrong, naming the field.
+    pub problem: String,
 }
 
 impl KernelError {

@@ -20,12 +20,14 @@ mod args;
 pub mod decode;
 mod dtype;
 mod error;
+mod race;
 mod task_id;
 mod tensor;
 pub mod topology;
 
 pub use args::{ArgRole, Scalar, TaskScalar, TaskTensor};
 pub use dtype::DType;
-pub use error::{DescError, KResult, KernelError};
+pub use error::{DescError, GmAlloc, KResult, KernelError, ViewError};
+pub use race::{RaceWriter, WriteRace};
 pub use task_id::TaskId;
-pub use tensor::{ChipTensor, MAX_DIMS};
+pub use tensor::{ByteSpan, ChipTensor, MAX_DIMS};

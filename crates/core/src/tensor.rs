@@ -1,6 +1,6 @@
 //! The 128-byte tensor descriptor (`ChipTensor`) and view arithmetic.
 
-use crate::{DType, DescError, TaskId};
+use crate::{DType, DescError, TaskId, ViewError};
 
 /// Maximum number of dimensions a descriptor holds.
 pub const MAX_DIMS: usize = 5;
@@ -10,6 +10,12 @@ pub const MAX_DIMS: usize = 5;
 ///
 /// Element `c` of the view lives at
 /// `addr + (start_offset + Σ cᵢ·stridesᵢ) · dtype.size()`.
+///
+/// Every field is public and a kernel may edit any of them, so nothing
+/// that touches memory trusts the derived fields (`extent_elems`,
+/// `is_contiguous`, `size`): [`ChipTensor::byte_span`] computes the bytes a
+/// view touches from its shape, strides and start offset with overflow
+/// checks, and [`ChipTensor::for_each_run`] walks the same strides.
 ///
 /// Layout (little-endian; changing it changes the format version):
 /// `addr u64 @0, size u64 @8, owner_task_id u64 @16, start_offset u64 @24,
@@ -49,6 +55,28 @@ pub struct ChipTensor {
 /// Size of the descriptor in bytes.
 pub const DESC_BYTES: usize = 128;
 
+/// The GM bytes a view touches: `[start, end)`, from its first to one past
+/// its last element (gaps of a strided view included).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ByteSpan {
+    /// Address of the first byte.
+    pub start: u64,
+    /// One past the last byte.
+    pub end: u64,
+}
+
+impl ByteSpan {
+    /// Bytes in the span (0 for an empty view).
+    pub fn len(&self) -> u64 {
+        self.end - self.start
+    }
+
+    /// True for the span of an empty view (it touches nothing).
+    pub fn is_empty(&self) -> bool {
+        self.start == self.end
+    }
+}
+
 fn row_major_strides(shape: &[u32]) -> [u32; MAX_DIMS] {
     let mut strides = [0u32; MAX_DIMS];
     let mut acc = 1u64;
@@ -74,10 +102,12 @@ impl ChipTensor {
         );
         let mut shapes = [0u32; MAX_DIMS];
         shapes[..shape.len()].copy_from_slice(shape);
-        let numel: u64 = shape.iter().map(|&s| u64::from(s)).product();
+        let numel = shape
+            .iter()
+            .fold(1u64, |n, &s| n.saturating_mul(u64::from(s)));
         let mut t = ChipTensor {
             addr,
-            size: numel * dtype.size() as u64,
+            size: numel.saturating_mul(dtype.size() as u64),
             owner_task_id: TaskId::NONE,
             start_offset: 0,
             version: 0,
@@ -94,53 +124,162 @@ impl ChipTensor {
         t
     }
 
-    /// The shape, `ndims` entries.
+    /// The shape, `ndims` entries (at most [`MAX_DIMS`], whatever `ndims` says).
+    #[inline]
     pub fn shape(&self) -> &[u32] {
-        &self.shapes[..self.ndims as usize]
+        &self.shapes[..(self.ndims as usize).min(MAX_DIMS)]
     }
 
-    /// The strides in elements, `ndims` entries.
+    /// The strides in elements, `ndims` entries (at most [`MAX_DIMS`]).
+    #[inline]
     pub fn strides(&self) -> &[u32] {
-        &self.strides[..self.ndims as usize]
+        &self.strides[..(self.ndims as usize).min(MAX_DIMS)]
     }
 
-    /// Number of elements in the view.
+    /// Number of elements in the view (saturating: [`ChipTensor::byte_span`]
+    /// refuses views whose count overflows).
+    #[inline]
     pub fn numel(&self) -> u64 {
-        self.shape().iter().map(|&s| u64::from(s)).product()
+        self.shape()
+            .iter()
+            .fold(1u64, |n, &s| n.saturating_mul(u64::from(s)))
     }
 
-    /// Bytes of the view when gathered densely.
+    /// Bytes of the view when gathered densely (saturating, as `numel`).
+    #[inline]
     pub fn nbytes(&self) -> u64 {
-        self.numel() * self.dtype.size() as u64
+        self.numel().saturating_mul(self.dtype.size() as u64)
     }
 
-    /// GM address of the view's first element.
+    /// GM address of the view's first element, for display (wrapping; the
+    /// checked form is [`ChipTensor::byte_span`]).
     pub fn first_byte(&self) -> u64 {
-        self.addr + self.start_offset * self.dtype.size() as u64
+        self.addr
+            .wrapping_add(self.start_offset.wrapping_mul(self.dtype.size() as u64))
     }
 
-    /// Recompute `is_contiguous` and `extent_elems` from shape and strides.
-    fn refresh(&mut self) {
-        let shape = self.shape();
-        let strides = self.strides();
+    /// True when shape and strides describe a dense row-major view (what
+    /// `is_contiguous` should say; this does not read that field).
+    #[inline]
+    pub fn is_dense(&self) -> bool {
         let mut expect = 1u64;
-        let mut contiguous = true;
-        for i in (0..shape.len()).rev() {
-            if shape[i] != 1 && u64::from(strides[i]) != expect {
-                contiguous = false;
+        for (&s, &st) in self.shape().iter().zip(self.strides()).rev() {
+            if s != 1 && u64::from(st) != expect {
+                return false;
             }
-            expect *= u64::from(shape[i]);
+            expect = expect.saturating_mul(u64::from(s));
         }
+        true
+    }
+
+    /// The bytes this view touches, computed from `addr`, `start_offset`,
+    /// shape, strides and dtype with overflow checks — never from
+    /// `extent_elems` or `size`, which a kernel may have left stale.
+    ///
+    /// # Errors
+    /// [`ViewError`] naming the field: `ndims` outside 1..=5, or an element
+    /// count, offset or address that does not fit in 64 bits.
+    #[inline]
+    pub fn byte_span(&self) -> Result<ByteSpan, ViewError> {
+        let nd = self.ndims as usize;
+        if nd == 0 || nd > MAX_DIMS {
+            return Err(self.view_error(format!("ndims {} is not in 1..=5", self.ndims)));
+        }
+        // One pass, overflow flags instead of early exits: the dense byte
+        // count (must fit) and Σ (sᵢ-1)·strideᵢ, the last element's offset
+        // from the first ((sᵢ-1)·strideᵢ < 2^64 always).
+        let es = self.dtype.size() as u64;
+        let (mut bytes, mut reach) = (es, 0u64);
+        let (mut too_many, mut too_far, mut empty) = (false, false, false);
+        for (&s, &st) in self.shapes[..nd].iter().zip(&self.strides[..nd]) {
+            let (b, o) = bytes.overflowing_mul(u64::from(s));
+            (bytes, too_many) = (b, too_many | o);
+            empty |= s == 0;
+            let (r, o) = reach.overflowing_add(u64::from(s.saturating_sub(1)) * u64::from(st));
+            (reach, too_far) = (r, too_far | o);
+        }
+        let start = self
+            .start_offset
+            .checked_mul(es)
+            .and_then(|b| self.addr.checked_add(b));
+        let end = reach
+            .checked_add(self.start_offset)
+            .and_then(|l| l.checked_add(1))
+            .and_then(|n| n.checked_mul(es))
+            .and_then(|b| self.addr.checked_add(b));
+        match (start, end) {
+            (Some(start), _) if empty && !too_many => Ok(ByteSpan { start, end: start }),
+            (Some(start), Some(end)) if !too_many && !too_far => Ok(ByteSpan { start, end }),
+            _ => Err(self.span_overflow()),
+        }
+    }
+
+    /// Which field makes the span leave 64 bits (the slow path of
+    /// [`ChipTensor::byte_span`]).
+    #[cold]
+    fn span_overflow(&self) -> ViewError {
+        let es = self.dtype.size() as u64;
+        let bytes = self
+            .shape()
+            .iter()
+            .try_fold(es, |n, &s| n.checked_mul(u64::from(s)));
+        let problem = if bytes.is_none() {
+            format!(
+                "shape {:?} of {es}-byte elements overflows 64 bits",
+                self.shape()
+            )
+        } else if self.start_offset.checked_mul(es).is_none() {
+            format!(
+                "start_offset {} × {es}-byte elements overflows 64 bits",
+                self.start_offset
+            )
+        } else if self.addr.checked_add(self.start_offset * es).is_none() {
+            format!(
+                "start_offset {} puts the view past the end of the address space",
+                self.start_offset
+            )
+        } else {
+            format!(
+                "start_offset {} with shape {:?} and strides {:?} reaches past the end of the address space",
+                self.start_offset,
+                self.shape(),
+                self.strides()
+            )
+        };
+        self.view_error(problem)
+    }
+
+    #[cold]
+    fn view_error(&self, problem: String) -> ViewError {
+        ViewError {
+            addr: self.addr,
+            problem,
+        }
+    }
+
+    /// Set `is_contiguous` and `extent_elems` from shape and strides, given
+    /// the view's [`ChipTensor::byte_span`] (what [`ChipTensor::refresh`]
+    /// computes, without redoing the span's arithmetic).
+    #[inline]
+    pub fn set_span(&mut self, span: ByteSpan) {
+        self.extent_elems = span.len() >> self.dtype.size().trailing_zeros();
+        self.is_contiguous = self.is_dense();
+    }
+
+    /// Recompute `is_contiguous` and `extent_elems` from shape and strides
+    /// (saturating: the checked form is [`ChipTensor::byte_span`]).
+    pub fn refresh(&mut self) {
         let extent = if self.numel() == 0 {
             0
         } else {
-            1 + shape
+            self.shape()
                 .iter()
-                .zip(strides)
-                .map(|(&s, &st)| u64::from(s - 1) * u64::from(st))
-                .sum::<u64>()
+                .zip(self.strides())
+                .fold(1u64, |acc, (&s, &st)| {
+                    acc.saturating_add(u64::from(s - 1) * u64::from(st))
+                })
         };
-        self.is_contiguous = contiguous;
+        self.is_contiguous = self.is_dense();
         self.extent_elems = extent;
     }
 
@@ -166,7 +305,10 @@ impl ChipTensor {
                     offsets[i], self.shapes[i]
                 ));
             }
-            t.start_offset += u64::from(offsets[i]) * u64::from(self.strides[i]);
+            t.start_offset = t
+                .start_offset
+                .checked_add(u64::from(offsets[i]) * u64::from(self.strides[i]))
+                .ok_or_else(|| format!("view dim {i}: start_offset overflows 64 bits"))?;
             t.shapes[i] = shape[i];
         }
         t.refresh();
@@ -178,7 +320,7 @@ impl ChipTensor {
     /// # Panics
     /// If a or b is not below `ndims`.
     pub fn transpose(&self, a: usize, b: usize) -> ChipTensor {
-        assert!(a < self.ndims as usize && b < self.ndims as usize);
+        assert!(a < self.shape().len() && b < self.shape().len());
         let mut t = *self;
         t.shapes.swap(a, b);
         t.strides.swap(a, b);
@@ -191,7 +333,7 @@ impl ChipTensor {
     /// # Errors
     /// When the view is strided or the element counts differ.
     pub fn reshape(&self, shape: &[u32]) -> Result<ChipTensor, String> {
-        if !self.is_contiguous {
+        if !self.is_dense() {
             return Err("reshape of a non-contiguous view".into());
         }
         if shape.is_empty() || shape.len() > MAX_DIMS {
@@ -214,29 +356,33 @@ impl ChipTensor {
         Ok(t)
     }
 
-    /// Element offset (from `addr`) of the element at `index`.
+    /// Element offset (from `addr`) of the element at `index` (wrapping;
+    /// in range for a view whose [`ChipTensor::byte_span`] is `Ok`).
     pub fn elem_offset(&self, index: &[u32]) -> u64 {
-        self.start_offset
-            + index
-                .iter()
-                .zip(self.strides())
-                .map(|(&c, &s)| u64::from(c) * u64::from(s))
-                .sum::<u64>()
+        index
+            .iter()
+            .zip(self.strides())
+            .fold(self.start_offset, |acc, (&c, &s)| {
+                acc.wrapping_add(u64::from(c) * u64::from(s))
+            })
     }
 
     /// Visit the view in row-major order as runs of contiguous elements:
     /// `f(element_offset_from_addr, run_len)`. Dense views give one run.
     ///
-    /// This is how strided views are gathered (tile loads, dumps).
+    /// This is how strided views are gathered (tile loads, dumps). The walk
+    /// follows shape and strides (`is_contiguous` is not trusted); every
+    /// offset lies inside [`ChipTensor::byte_span`] when that is `Ok`.
     pub fn for_each_run(&self, mut f: impl FnMut(u64, u64)) {
-        if self.numel() == 0 {
+        let numel = self.numel();
+        if self.shape().is_empty() || numel == 0 {
             return;
         }
-        if self.is_contiguous {
-            f(self.start_offset, self.numel());
+        if self.is_dense() {
+            f(self.start_offset, numel);
             return;
         }
-        let nd = self.ndims as usize;
+        let nd = self.shape().len();
         let shape = self.shape();
         let strides = self.strides();
         // Merge the innermost dims while they are dense.
@@ -249,7 +395,7 @@ impl ChipTensor {
         loop {
             let mut off = self.start_offset;
             for d in 0..outer {
-                off += u64::from(idx[d]) * u64::from(strides[d]);
+                off = off.wrapping_add(u64::from(idx[d]) * u64::from(strides[d]));
             }
             f(off, inner_len);
             // Increment the outer index (row-major odometer).
@@ -409,7 +555,99 @@ mod tests {
         assert!(full_rows.is_contiguous);
     }
 
+    fn base_view() -> ChipTensor {
+        ChipTensor::contiguous(0x40, &[6, 8], DType::Bfloat16)
+            .view(&[1, 2], &[3, 4])
+            .unwrap()
+    }
+
+    #[test]
+    fn byte_span_comes_from_shape_strides_and_offset_not_stored_fields() {
+        let mut t = ChipTensor::contiguous(0x1000, &[4, 16], DType::Float32);
+        assert_eq!(
+            t.byte_span().unwrap(),
+            ByteSpan {
+                start: 0x1000,
+                end: 0x1100
+            }
+        );
+        t.shapes[0] = 8; // extent_elems left stale on purpose
+        assert_eq!(t.byte_span().unwrap().len(), 512);
+        t.strides = [64, 4, 0, 0, 0];
+        t.is_contiguous = true; // a lie: for_each_run must not believe it
+        assert!(!t.is_dense());
+        let mut runs = vec![];
+        t.for_each_run(|o, n| runs.push((o, n)));
+        assert_eq!(runs.len(), 8 * 16, "column stride 4: one element per run");
+        let span = t.byte_span().unwrap();
+        assert_eq!(span.end, 0x1000 + (7 * 64 + 15 * 4 + 1) * 4);
+        let mut empty = t;
+        empty.shapes[1] = 0;
+        assert!(empty.byte_span().unwrap().is_empty());
+        // set_span agrees with refresh, empty views included.
+        for v in [t, empty, base_view()] {
+            let (mut a, mut b) = (v, v);
+            a.refresh();
+            b.set_span(v.byte_span().unwrap());
+            assert_eq!(
+                (a.extent_elems, a.is_contiguous),
+                (b.extent_elems, b.is_contiguous)
+            );
+        }
+    }
+
+    #[test]
+    fn byte_span_overflow_names_the_field() {
+        let base = ChipTensor::contiguous(0x1000, &[4, 16], DType::Float32);
+        let err = |t: ChipTensor| t.byte_span().unwrap_err().to_string();
+        let mut t = base;
+        t.start_offset = (1 << 62) + 64; // × 4 bytes wraps to +256
+        assert!(
+            err(t).contains("start_offset 4611686018427387968 × 4-byte elements overflows"),
+            "{}",
+            err(t)
+        );
+        let mut t = base;
+        t.start_offset = u64::MAX / 4 - 8;
+        assert!(
+            err(t).contains("past the end of the address space"),
+            "{}",
+            err(t)
+        );
+        let mut t = base;
+        t.ndims = 7;
+        assert!(err(t).contains("ndims 7"), "{}", err(t));
+        assert_eq!(t.shape().len(), 5, "shape() never indexes past the array");
+        let mut t = base;
+        t.ndims = 5;
+        t.shapes = [u32::MAX; 5];
+        t.strides = [0; 5];
+        assert!(err(t).contains("overflows 64 bits"), "{}", err(t));
+        assert_eq!(t.numel(), u64::MAX, "saturates rather than panics");
+        assert!(err(t).starts_with("tensor view of the buffer at 0x0000000000001000"));
+    }
+
     proptest! {
+        #[test]
+        fn every_run_lies_inside_the_span(
+            shape in proptest::collection::vec(1u32..5, 1..=4),
+            strides in proptest::collection::vec(0u32..40, 4),
+            offset in 0u64..100, lie in any::<bool>(),
+        ) {
+            let mut t = ChipTensor::contiguous(4096, &shape, DType::Float16);
+            t.strides[..shape.len()].copy_from_slice(&strides[..shape.len()]);
+            t.start_offset = offset;
+            t.is_contiguous = lie;
+            let span = t.byte_span().unwrap();
+            let mut runs = vec![];
+            t.for_each_run(|o, len| runs.push((o, len)));
+            for &(o, len) in &runs {
+                prop_assert!(4096 + o * 2 >= span.start);
+                prop_assert!(4096 + (o + len) * 2 <= span.end);
+            }
+            prop_assert_eq!(runs.iter().map(|r| r.1).sum::<u64>(), t.numel());
+        }
+
         #[test]
         fn descriptor_round_trips(addr in any::<u64>(), so in any::<u64>(), ver in any::<i32>(),
                                   dims in proptest::collection::vec(1u32..64, 1..=5),

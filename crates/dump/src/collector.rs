@@ -123,6 +123,16 @@ pub(crate) struct Collected {
     pub bin_error: Option<std::io::Error>,
     /// Tensor records dropped because their payload did not reach the file.
     pub lost: u64,
+    /// The race check's findings, for the manifest header.
+    pub races: RaceSection,
+}
+
+/// What the manifest says about write races (DESIGN §2).
+#[derive(Debug, Default)]
+pub(crate) struct RaceSection {
+    pub mode: Option<String>,
+    pub count: u64,
+    pub list: Vec<simpler_format::tensor_dump::RaceReport>,
 }
 
 /// Where a payload write failure is reported, once: the runtime stops the
@@ -196,6 +206,7 @@ fn collector_main(
         bin_bytes: 0,
         bin_error: None,
         lost: 0,
+        races: RaceSection::default(),
     };
     for batch in rx {
         let base = c.bin_bytes;
@@ -313,6 +324,7 @@ pub struct DumpSession {
     hook: Arc<FailureHook>,
     /// Folders this session created (outermost first).
     created_dirs: Vec<PathBuf>,
+    races: RaceSection,
 }
 
 impl std::fmt::Debug for DumpSession {
@@ -373,6 +385,7 @@ impl DumpSession {
             bin_path,
             hook,
             created_dirs,
+            races: RaceSection::default(),
         })
     }
 
@@ -384,6 +397,17 @@ impl DumpSession {
     /// The configuration.
     pub fn config(&self) -> &DumpConfig {
         &self.cfg
+    }
+
+    /// What the run's race check found, for the manifest header:
+    /// `racecheck` (the mode), `write_races` (the count) and `races` (the
+    /// kept list). Without this call the header says 0 races and no mode.
+    pub fn set_write_races(&mut self, mode: &str, count: u64, list: &[simpler_core::WriteRace]) {
+        self.races = RaceSection {
+            mode: Some(mode.into()),
+            count,
+            list: list.iter().map(Into::into).collect(),
+        };
     }
 
     /// Call `f` with the OS message (`No space left on device`) when
@@ -416,12 +440,13 @@ impl DumpSession {
             dispatches: shared.dropped.dispatch.load(Ordering::Relaxed),
         };
         drop(shared);
-        let collected = self
+        let mut collected = self
             .collector
             .take()
             .expect("finish once")
             .join()
             .map_err(|_| DumpError::Config("the dump collector panicked".into()))?;
+        collected.races = std::mem::take(&mut self.races);
         let dirs = std::mem::take(&mut self.created_dirs);
         crate::finish::export(
             &self.cfg,

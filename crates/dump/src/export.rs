@@ -278,8 +278,9 @@ fn native_head(cfg: &DumpConfig, c: &Collected, n: &Counts, end: &ManifestEnd<'_
         truncated_tensors: n.truncated,
         dropped_records: end.dropped,
         dropped_overwrite: 0,
-        write_races: 0,
-        races: vec![],
+        racecheck: c.races.mode.clone(),
+        write_races: c.races.count,
+        races: c.races.list.clone(),
         unfinished_tasks: unfinished,
     };
     let head = serde_json::to_string_pretty(&header).expect("manifest serializes");

@@ -138,6 +138,7 @@ pub fn build(records: Vec<(RecordJson, Vec<u8>)>) -> (Manifest, Vec<u8>) {
             truncated_tensors: count(&|r| r.truncated),
             dropped_records: 0,
             dropped_overwrite: count(&|r| r.overwritten),
+            racecheck: None,
             write_races: 0,
             races: vec![],
             unfinished_tasks: None,

@@ -136,6 +136,69 @@ impl serde::de::Visitor<'_> for HexFieldVisitor {
     }
 }
 
+/// One write race (`races`): two dispatches that could run at the same
+/// time wrote overlapping bytes of one GM allocation (DESIGN §2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RaceReport {
+    /// Task of the first dispatch (of both, for a race within one task).
+    pub task_id: Hex64,
+    /// Base address of the allocation both wrote.
+    pub buffer: Hex64,
+    /// First and one-past-last overlapping byte, as offsets into the buffer.
+    pub byte_range: [u64; 2],
+    /// Bytes both wrote (fewer than the range when the overlap has gaps).
+    pub overlap_bytes: u64,
+    /// The two dispatches, lower dispatch id first.
+    pub dispatches: [RaceDispatch; 2],
+}
+
+/// One side of a [`RaceReport`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RaceDispatch {
+    /// As in `kernel_args_dump.json`.
+    pub dispatch_id: u64,
+    /// Its task.
+    pub task_id: Hex64,
+    /// Kernel func id.
+    pub func_id: u32,
+    /// Kernel name.
+    pub kernel: String,
+    /// `aic` or `aiv`.
+    pub core_type: String,
+    /// Core id.
+    pub core_id: u32,
+    /// SPMD block index.
+    pub block_idx: u32,
+}
+
+impl From<&simpler_core::RaceWriter> for RaceDispatch {
+    fn from(w: &simpler_core::RaceWriter) -> RaceDispatch {
+        RaceDispatch {
+            dispatch_id: w.dispatch_id,
+            task_id: Hex64(w.task_id.0),
+            func_id: w.func_id,
+            kernel: w.kernel.into(),
+            core_type: w.core_type.name().into(),
+            core_id: w.core_id,
+            block_idx: w.block_idx,
+        }
+    }
+}
+
+impl From<&simpler_core::WriteRace> for RaceReport {
+    fn from(r: &simpler_core::WriteRace) -> RaceReport {
+        RaceReport {
+            task_id: Hex64(r.first.task_id.0),
+            buffer: Hex64(r.buffer),
+            byte_range: [r.start, r.end],
+            overlap_bytes: r.overlap_bytes,
+            dispatches: [(&r.first).into(), (&r.second).into()],
+        }
+    }
+}
+
 /// A task that had not finished when the run stopped (`unfinished_tasks`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -248,12 +311,17 @@ macro_rules! header_struct {
         pub dropped_records: u64,
         /// Records whose payload was overwritten before it was written out.
         pub dropped_overwrite: u64,
-        /// Overlapping writes of concurrently running dispatches.
+        /// The run's `--racecheck` mode (`off`, `warn`, `error`); absent
+        /// in upstream and reference dumps.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub racecheck: Option<String>,
+        /// Overlapping writes of dispatches that could run at the same time
+        /// (0 when none was found or the mode is `off`).
         #[serde(default)]
         pub write_races: u64,
-        /// The race reports (when `write_races` > 0).
+        /// The first race reports (at most 100; when `write_races` > 0).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        pub races: Vec<serde_json::Map<String, serde_json::Value>>,
+        pub races: Vec<RaceReport>,
         /// Tasks not finished when an incomplete run stopped.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub unfinished_tasks: Option<Vec<UnfinishedTask>>,
@@ -294,6 +362,7 @@ impl From<StrictHeader> for Header {
             truncated_tensors: s.truncated_tensors,
             dropped_records: s.dropped_records,
             dropped_overwrite: s.dropped_overwrite,
+            racecheck: s.racecheck,
             write_races: s.write_races,
             races: s.races,
             unfinished_tasks: s.unfinished_tasks,

@@ -1,6 +1,6 @@
 //! Kernel-side view of the dispatch ABI: the 50-slot argument array in GM.
 
-use simpler_chip::Gm;
+use simpler_chip::{Gm, GmArea};
 use simpler_core::{
     abi::{GlobalContext, LocalContext, ARG_SLOTS, GLOBAL_CONTEXT_SLOT, LOCAL_CONTEXT_SLOT},
     ChipTensor, KResult, KernelError,
@@ -12,20 +12,43 @@ use simpler_core::{
 /// pre-decoded, so what a kernel sees is exactly the bytes the scheduler
 /// wrote (and the kernel args dump captured).
 ///
-/// The array, descriptors and contexts live in runtime-owned payload areas,
-/// so these reads are checked against the GM mapping only (memory safety,
-/// no allocator lock on the hot path). What a kernel then does with a
-/// tensor view — `tload`, `tstore` — is checked against live allocations.
+/// Every read is checked like any kernel read; reads inside the area the
+/// array lives in (the runtime's reserved payload region, where it also
+/// puts descriptors and contexts) skip the allocator lock. Decoded
+/// descriptors are untrusted: whatever a kernel does with a view —
+/// `tload`, `tstore` — is checked against the view's own span.
 #[derive(Debug, Clone, Copy)]
 pub struct Args<'a> {
     gm: &'a Gm,
     base: u64,
+    area: Option<GmArea>,
 }
 
 impl<'a> Args<'a> {
     /// The array whose slot 0 is at GM address `base`.
     pub fn new(gm: &'a Gm, base: u64) -> Args<'a> {
-        Args { gm, base }
+        Args {
+            gm,
+            base,
+            area: None,
+        }
+    }
+
+    /// The array at `base`, inside `area` (the runtime's payload region):
+    /// reads inside the area need no allocator lock.
+    pub fn in_area(gm: &'a Gm, area: GmArea, base: u64) -> Args<'a> {
+        Args {
+            gm,
+            base,
+            area: Some(area),
+        }
+    }
+
+    fn read(&self, addr: u64, dst: &mut [u8]) -> KResult<()> {
+        match &self.area {
+            Some(area) => self.gm.read_in(area, addr, dst),
+            None => self.gm.read(addr, dst),
+        }
     }
 
     /// GM address of slot 0.
@@ -45,7 +68,7 @@ impl<'a> Args<'a> {
             });
         }
         let mut b = [0u8; 8];
-        self.gm.read_mapped(self.base + 8 * i as u64, &mut b)?;
+        self.read(self.base.wrapping_add(8 * i as u64), &mut b)?;
         Ok(u64::from_le_bytes(b))
     }
 
@@ -56,12 +79,10 @@ impl<'a> Args<'a> {
     pub fn tensor(&self, i: usize) -> KResult<ChipTensor> {
         let addr = self.slot(i)?;
         let mut b = [0u8; ChipTensor::BYTES];
-        self.gm
-            .read(addr, &mut b)
-            .map_err(|e| KernelError::BadArg {
-                slot: i,
-                msg: format!("does not point at a tensor descriptor: {e}"),
-            })?;
+        self.read(addr, &mut b).map_err(|e| KernelError::BadArg {
+            slot: i,
+            msg: format!("does not point at a tensor descriptor: {e}"),
+        })?;
         ChipTensor::from_bytes(&b).map_err(|e| KernelError::BadArg {
             slot: i,
             msg: e.to_string(),
@@ -106,8 +127,7 @@ impl<'a> Args<'a> {
     /// When slot 48 does not point into live GM.
     pub fn local_context(&self) -> KResult<LocalContext> {
         let mut b = [0u8; 8];
-        self.gm
-            .read_mapped(self.slot(LOCAL_CONTEXT_SLOT)?, &mut b)?;
+        self.read(self.slot(LOCAL_CONTEXT_SLOT)?, &mut b)?;
         Ok(LocalContext::from_bytes(b))
     }
 
@@ -117,8 +137,7 @@ impl<'a> Args<'a> {
     /// When slot 49 does not point into live GM.
     pub fn global_context(&self) -> KResult<GlobalContext> {
         let mut b = [0u8; 8];
-        self.gm
-            .read_mapped(self.slot(GLOBAL_CONTEXT_SLOT)?, &mut b)?;
+        self.read(self.slot(GLOBAL_CONTEXT_SLOT)?, &mut b)?;
         Ok(GlobalContext::from_bytes(b))
     }
 

@@ -2,8 +2,8 @@
 
 use std::{panic::Location, sync::Arc};
 
-use simpler_chip::{ArchProfile, BufKind, Gm, LocalBuffers};
-use simpler_core::{topology::CoreType, DType, KResult, KernelError};
+use simpler_chip::{ArchProfile, BufKind, Gm, LocalBuffers, WriteLog};
+use simpler_core::{topology::CoreType, ChipTensor, DType, KResult, KernelError};
 
 use crate::{
     record::{BufRange, InstrRecord, Pipe},
@@ -21,6 +21,8 @@ pub struct Core {
     core_type: CoreType,
     gm: Arc<Gm>,
     pub(crate) bufs: LocalBuffers,
+    /// GM bytes written since the last `reset` (TSTORE and direct writes).
+    writes: WriteLog,
     rec: Option<Vec<InstrRecord>>,
     /// Scratch space reused by instructions to avoid per-instruction allocation.
     pub(crate) scratch: [Vec<f32>; 3],
@@ -34,6 +36,7 @@ impl Core {
             core_type,
             gm,
             bufs: LocalBuffers::new(arch, core_type),
+            writes: WriteLog::new(),
             rec: None,
             scratch: Default::default(),
         }
@@ -49,16 +52,31 @@ impl Core {
         self.core_type
     }
 
-    /// Global memory.
-    pub fn gm(&self) -> &Gm {
-        &self.gm
+    /// Global memory as a kernel may touch it: every access checked, every
+    /// write logged for the race check.
+    pub fn gm(&mut self) -> KernelGm<'_> {
+        KernelGm {
+            gm: &self.gm,
+            log: &mut self.writes,
+        }
+    }
+
+    /// What this core wrote to GM since the last [`Core::reset`].
+    pub fn writes(&self) -> &WriteLog {
+        &self.writes
+    }
+
+    /// Take the write log, leaving an empty one.
+    pub fn take_writes(&mut self) -> WriteLog {
+        std::mem::take(&mut self.writes)
     }
 
     /// Reserve a `rows × cols` tile of `dtype` in `buf`.
     ///
     /// # Errors
     /// [`KernelError::LocalBufferOverflow`] when `buf` is full or this core
-    /// type has no such buffer.
+    /// type has no such buffer; [`KernelError::BadOperand`] when the tile's
+    /// byte size overflows.
     pub fn alloc_tile(
         &mut self,
         buf: BufKind,
@@ -66,7 +84,16 @@ impl Core {
         cols: u32,
         dtype: DType,
     ) -> KResult<Tile> {
-        let bytes = rows as usize * cols as usize * dtype.size();
+        let bytes = (rows as usize)
+            .checked_mul(cols as usize)
+            .and_then(|n| n.checked_mul(dtype.size()))
+            .ok_or_else(|| KernelError::BadOperand {
+                instr: "alloc_tile",
+                msg: format!(
+                    "a {rows}x{cols} {dtype} tile in {}: its size in bytes overflows",
+                    buf.name()
+                ),
+            })?;
         let offset = self.bufs.alloc(buf, bytes)?;
         Ok(Tile {
             buf,
@@ -77,9 +104,11 @@ impl Core {
         })
     }
 
-    /// Release every tile (the runtime does this before each dispatch).
+    /// Release every tile and clear the write log (the runtime does this
+    /// before each dispatch).
     pub fn reset(&mut self) {
         self.bufs.reset();
+        self.writes.clear();
     }
 
     /// Bytes in use in `buf`.
@@ -112,9 +141,14 @@ impl Core {
         &mut self.bufs.bytes_mut(t.buf)[t.offset as usize..t.offset as usize + t.bytes()]
     }
 
-    /// Check that a tile lies inside its buffer's allocated part.
+    /// Check that a tile lies inside its buffer's allocated part (a tile is
+    /// plain data a kernel may build by hand, so its size is checked too).
     pub(crate) fn check_tile(&self, instr: &'static str, t: Tile) -> KResult<()> {
-        let end = t.offset as usize + t.bytes();
+        let end = (t.rows as usize)
+            .checked_mul(t.cols as usize)
+            .and_then(|n| n.checked_mul(t.dtype.size()))
+            .and_then(|n| n.checked_add(t.offset as usize))
+            .unwrap_or(usize::MAX);
         if end > self.bufs.used(t.buf) || end > self.bufs.capacity(t.buf) {
             return Err(KernelError::BadOperand {
                 instr,
@@ -134,8 +168,12 @@ impl Core {
 
     /// Disjoint borrows of GM, the local buffers and the scratch vectors, so
     /// that an instruction can gather from GM straight into a tile.
-    pub(crate) fn parts_mut(&mut self) -> (&Gm, &mut LocalBuffers, &mut [Vec<f32>; 3]) {
-        (&self.gm, &mut self.bufs, &mut self.scratch)
+    pub(crate) fn parts_mut(&mut self) -> (KernelGm<'_>, &mut LocalBuffers, &mut [Vec<f32>; 3]) {
+        let gm = KernelGm {
+            gm: &self.gm,
+            log: &mut self.writes,
+        };
+        (gm, &mut self.bufs, &mut self.scratch)
     }
 
     /// Append a record when recording is on. Costs one branch when off.
@@ -198,5 +236,69 @@ impl Core {
             None,
             loc,
         );
+    }
+}
+
+/// Global memory as a kernel reaches it ([`Core::gm`]).
+///
+/// Every access is checked against the requested bytes of one live
+/// allocation (and writes against the runtime's reserved areas); every
+/// write is recorded in the core's [`WriteLog`], which the runtime's race
+/// check compares across dispatches that may run at the same time. There
+/// is no unchecked path here: the lock-free accessors of [`Gm`] are for
+/// the runtime's own, validated views.
+#[derive(Debug)]
+pub struct KernelGm<'a> {
+    gm: &'a Gm,
+    log: &'a mut WriteLog,
+}
+
+impl KernelGm<'_> {
+    /// Copy bytes out of GM.
+    ///
+    /// # Errors
+    /// [`KernelError::GmOutOfBounds`] naming the address and allocation.
+    pub fn read(&self, addr: u64, dst: &mut [u8]) -> KResult<()> {
+        self.gm.read(addr, dst)
+    }
+
+    /// Read one little-endian u64.
+    ///
+    /// # Errors
+    /// As for [`KernelGm::read`].
+    pub fn read_u64(&self, addr: u64) -> KResult<u64> {
+        self.gm.read_u64(addr)
+    }
+
+    /// Gather a view row-major into `dst` (`view.nbytes()` long).
+    ///
+    /// # Errors
+    /// As for [`Gm::gather`].
+    pub fn gather(&self, view: &ChipTensor, dst: &mut [u8]) -> KResult<()> {
+        self.gm.gather(view, dst)
+    }
+
+    /// Copy bytes into GM (logged).
+    ///
+    /// # Errors
+    /// As for [`Gm::write`].
+    pub fn write(&mut self, addr: u64, src: &[u8]) -> KResult<()> {
+        self.gm.write_logged(addr, src, self.log)
+    }
+
+    /// Write one little-endian u64 (logged).
+    ///
+    /// # Errors
+    /// As for [`Gm::write`].
+    pub fn write_u64(&mut self, addr: u64, v: u64) -> KResult<()> {
+        self.write(addr, &v.to_le_bytes())
+    }
+
+    /// Scatter row-major `src` into a view (logged).
+    ///
+    /// # Errors
+    /// As for [`Gm::scatter`].
+    pub fn scatter(&mut self, view: &ChipTensor, src: &[u8]) -> KResult<()> {
+        self.gm.scatter_logged(view, src, self.log)
     }
 }

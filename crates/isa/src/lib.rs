@@ -37,7 +37,7 @@ pub mod numeric;
 pub mod record;
 mod tile;
 
-pub use crate::core::Core;
+pub use crate::core::{Core, KernelGm};
 pub use args::Args;
 pub use kernel::{KernelDef, KernelFn};
 pub use record::{BufRange, InstrRecord, Pipe};

@@ -17,7 +17,7 @@ use std::{
     sync::Arc,
 };
 
-use simpler_chip::{Gm, GM_ALIGN};
+use simpler_chip::{Gm, GmArea, GM_ALIGN};
 use simpler_core::{
     abi::{payload, GlobalContext, LocalContext, GLOBAL_CONTEXT_SLOT, LOCAL_CONTEXT_SLOT},
     ChipTensor, DType,
@@ -338,13 +338,18 @@ pub fn execute(
         descs.push(desc);
     }
 
-    // One payload per member: same slots, its own contexts.
+    // One payload per member: same slots, its own contexts; in a reserved
+    // region, as the runtime's (kernels read it, none can write it).
     let mut bases = Vec::with_capacity(plan.members.len());
     for m in &plan.members {
-        let base = gm
-            .alloc(payload::BYTES)
+        let region = gm
+            .reserve(payload::BYTES)
             .map_err(|e| gm_err("dispatch payload", e))?;
-        let w = |off: u64, b: &[u8]| gm.write(base + off, b).map_err(|e| gm_err("payload", e));
+        let base = region.base();
+        let w = |off: u64, b: &[u8]| {
+            gm.write_reserved(&region, base + off, b)
+                .map_err(|e| gm_err("payload", e))
+        };
         for (i, d) in descs.iter().enumerate() {
             let at = payload::DESCS + (i * ChipTensor::BYTES) as u64;
             w(at, &d.to_bytes())?;
@@ -373,13 +378,13 @@ pub fn execute(
             payload::ARGS + 8 * GLOBAL_CONTEXT_SLOT as u64,
             &(base + payload::GLOBAL_CONTEXT).to_le_bytes(),
         )?;
-        bases.push(base);
+        bases.push(region.area());
     }
 
     // Run the members, AIC first.
     let mut cores = Vec::with_capacity(plan.members.len());
-    for ((m, def), &base) in plan.members.iter().zip(&defs).zip(&bases) {
-        let records = run_member(&gm, plan, m, def, base)?;
+    for ((m, def), &area) in plan.members.iter().zip(&defs).zip(&bases) {
+        let records = run_member(&gm, plan, m, def, area)?;
         let sub = SubCore::from_core_id(m.core_id, plan.clusters, records).ok_or_else(|| {
             ReplayError::Gm(format!(
                 "core id {} is out of range for {} clusters",
@@ -411,7 +416,7 @@ fn run_member(
     plan: &Plan,
     m: &Member,
     def: &KernelDef,
-    base: u64,
+    payload: GmArea,
 ) -> Result<Vec<InstrRecord>, ReplayError> {
     let kernel_err = |msg: String| ReplayError::Kernel {
         kernel: def.name.to_string(),
@@ -428,7 +433,7 @@ fn run_member(
             .spawn_scoped(s, || {
                 let mut core = Core::new(m.core_id, core_type, &plan.arch, gm.clone());
                 core.start_recording();
-                let args = Args::new(gm, base);
+                let args = Args::in_area(gm, payload, payload.start());
                 let r = match simpler_isa::kernel::run(func, &mut core, &args) {
                     Ok(r) => r.map_err(|e| e.to_string()),
                     Err(p) => Err(format!("kernel panicked: {}", panic_message(p.as_ref()))),

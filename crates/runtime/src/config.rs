@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use simpler_chip::ArchProfile;
 
-use crate::RuntimeError;
+use crate::{RaceCheck, RuntimeError};
 
 /// How the simulated chip and the runtime are set up for a run.
 #[derive(Debug, Clone)]
@@ -30,6 +30,9 @@ pub struct RuntimeConfig {
     pub swimlane: Option<crate::SwimlaneConfig>,
     /// Stops runs from another thread (a signal handler); shared by clones.
     pub cancel: crate::CancelToken,
+    /// Overlapping GM writes of dispatches that may run at the same time:
+    /// report (default), fail the run, or do not check.
+    pub racecheck: RaceCheck,
 }
 
 impl Default for RuntimeConfig {
@@ -45,6 +48,7 @@ impl Default for RuntimeConfig {
             dump: None,
             swimlane: None,
             cancel: crate::CancelToken::new(),
+            racecheck: RaceCheck::Warn,
         }
     }
 }

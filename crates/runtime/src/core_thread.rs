@@ -5,12 +5,14 @@
 use std::sync::Arc;
 
 use crossbeam::channel::Receiver;
+use simpler_core::RaceWriter;
 use simpler_isa::{
     kernel::{self, panic_message},
     Args, Core,
 };
 
 use crate::{
+    racecheck::DispatchWrites,
     scheduler::{Completion, Dispatch, Shared},
     swimlane::{stamp, CoreRec, CoreStamps},
     RuntimeError,
@@ -68,10 +70,13 @@ pub(crate) fn core_main(mut core: Core, ctx: CoreCtx, rx: Receiver<Dispatch>) {
         // starts right after it.
         let now = ctx.shared.epoch.elapsed();
         slot.start(d.task.id, now);
-        let args = Args::new(&gm, d.payload);
+        let args = Args::in_area(&gm, ctx.shared.payload_area, d.payload);
         let start = (now.as_nanos() as u64).max(1);
         let r = run_kernel(&mut core, &ctx, &d, &args, start);
         slot.clear();
+        if ctx.shared.race.wants_writes(&d.task.race) {
+            keep_writes(&ctx.shared, &d, &mut core);
+        }
         let msg = match r {
             Ok(Ok(())) => None,
             Ok(Err(e)) => Some(e.to_string()),
@@ -103,4 +108,21 @@ pub(crate) fn core_main(mut core: Core, ctx: CoreCtx, rx: Receiver<Dispatch>) {
         };
         ctx.shared.complete(ctx.sched, c, urgent);
     }
+}
+
+/// Hand the race check what dispatch `d` wrote.
+fn keep_writes(shared: &Shared, d: &Dispatch, core: &mut Core) {
+    let writes = DispatchWrites {
+        writer: RaceWriter {
+            dispatch_id: d.id,
+            task_id: d.task.id,
+            func_id: d.member.func_id,
+            kernel: d.member.name,
+            core_type: d.subtask.core_type(),
+            core_id: core.id(),
+            block_idx: d.block,
+        },
+        runs: core.take_writes().into_merged(),
+    };
+    shared.race.record(&d.task.race, writes);
 }

@@ -1,7 +1,7 @@
 //! Runtime errors.
 
 use simpler_chip::GmError;
-use simpler_core::{topology::CoreType, TaskId};
+use simpler_core::{topology::CoreType, TaskId, WriteRace};
 use thiserror::Error;
 
 /// Everything that can stop a run or reject a submission.
@@ -67,6 +67,10 @@ pub enum RuntimeError {
         /// What went wrong.
         msg: String,
     },
+    /// Two dispatches that may run at the same time wrote the same bytes
+    /// (`--racecheck error`).
+    #[error("{0}")]
+    WriteRace(Box<WriteRace>),
     /// The run exceeded its time limit (seconds as configured).
     #[error("timeout after {0} s")]
     Timeout(f64),

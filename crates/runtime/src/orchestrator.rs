@@ -219,6 +219,14 @@ impl<'r> Orchestrator<'r> {
         }
     }
 
+    /// Tasks submitted and not yet complete.
+    fn outstanding(&self) -> impl Iterator<Item = &Arc<Task>> {
+        self.rings
+            .iter()
+            .flat_map(|r| r.slots.iter().flatten())
+            .filter(|t| !t.is_complete())
+    }
+
     fn lookup(&self, id: TaskId) -> Option<&Arc<Task>> {
         lookup(&self.rings, self.window, id)
     }
@@ -349,6 +357,9 @@ impl<'r> Orchestrator<'r> {
                 .collect(),
             buffers,
         ));
+        self.shared
+            .race
+            .on_submit(&task.race, || self.outstanding().map(|t| &**t).collect());
         self.submitted += 1;
 
         let dep_ids = self.wire(&task, &args.after);
@@ -386,19 +397,19 @@ impl<'r> Orchestrator<'r> {
             match arg {
                 TensorArg::Existing(t, role) => {
                     let mut desc = *t.desc();
-                    let span = desc.extent_elems * desc.dtype.size() as u64;
                     if let Some(b) = self.live.get(&desc.addr) {
                         b.retain();
                         buffers.push(b.clone());
                     } else if desc.owner_task_id != TaskId::NONE {
                         return Err(RuntimeError::UseAfterScope { addr: desc.addr });
                     }
-                    if span > 0 && self.shared.gm.check(desc.first_byte(), span).is_err() {
-                        return Err(RuntimeError::InvalidSubmit(format!(
-                            "tensor argument {i}: {span} bytes at 0x{:016x} are not inside live global memory",
-                            desc.first_byte()
-                        )));
-                    }
+                    // The span from the view's own shape and strides; the
+                    // derived fields kernels and the TensorMap read are
+                    // recomputed, whatever the caller left in them.
+                    let span = self.shared.gm.check_view(&desc, true).map_err(|e| {
+                        RuntimeError::InvalidSubmit(format!("tensor argument {i}: {e}"))
+                    })?;
+                    desc.set_span(span);
                     if *role == ArgRole::NoDep {
                         desc.manual_dep = true;
                     }

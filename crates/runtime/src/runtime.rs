@@ -8,7 +8,7 @@ use std::{
 use crossbeam::sync::Parker;
 use parking_lot::Mutex;
 use simpler_chip::Gm;
-use simpler_core::{ChipTensor, DType};
+use simpler_core::{ChipTensor, DType, WriteRace};
 
 use crate::{
     scheduler::{Chip, Shared},
@@ -38,6 +38,11 @@ pub struct RunReport {
     /// (waiting for a task slot, GM or a scalar's producer): what
     /// submitting the graph cost the orchestrator thread.
     pub orchestration: Duration,
+    /// Overlapping writes of dispatches that could run at the same time
+    /// (0 when `racecheck` is off).
+    pub write_races: u64,
+    /// The first [`crate::RACE_LIST_CAP`] of them, in the order found.
+    pub races: Vec<WriteRace>,
     /// What the dump wrote, when dumping was on.
     pub dump: Option<simpler_dump::DumpSummary>,
 }
@@ -213,7 +218,7 @@ impl Runtime {
         let start = Instant::now();
         *self.last_dump.lock() = None;
         let parker = Parker::new();
-        let dump = match &self.cfg.dump {
+        let mut dump = match &self.cfg.dump {
             Some(cfg) => Some(
                 simpler_dump::DumpSession::start(cfg.clone())
                     .map_err(|e| RuntimeError::Dump(e.to_string()))?,
@@ -231,6 +236,7 @@ impl Runtime {
             dump.as_ref(),
             self.cfg.swimlane.as_ref(),
             deadline,
+            self.cfg.racecheck,
         )?;
         let shared = chip.shared.clone();
         self.cfg.cancel.attach(&shared);
@@ -286,6 +292,10 @@ impl Runtime {
         chip.release();
         self.cfg.cancel.detach();
         let error = first_error(&shared, result);
+        let (write_races, races) = (shared.race.count(), shared.race.list());
+        if let Some(d) = &mut dump {
+            d.set_write_races(self.cfg.racecheck.name(), write_races, &races);
+        }
         let (dump, error) = self.finish_dump(dump, error, unfinished)?;
         if let Some(e) = error {
             return Err(e);
@@ -299,6 +309,8 @@ impl Runtime {
             gm_peak_bytes: self.gm.peak(),
             wall: start.elapsed(),
             orchestration,
+            write_races,
+            races,
             dump,
         })
     }

@@ -10,10 +10,13 @@
 //! - `Core` (one per core thread): local buffers; only its thread touches it.
 //!
 //! A dispatch: a scheduler pops a ready item, writes the 50-slot argument
-//! array and descriptors into the core's payload area in GM, and sends the
-//! core a message. The core runs the kernel and sends a completion back to
-//! its scheduler, which releases dependents when the task's last subtask
-//! finishes. Nobody spins: idle schedulers and cores block on channels.
+//! array and descriptors into the core's payload area in GM (a region
+//! reserved from GM: kernels can read it, only the schedulers can write
+//! it; `crate::payload`), and sends the core a message. The core runs the
+//! kernel, keeps its GM write log when the race check needs it, and sends
+//! a completion back to its scheduler, which checks the task for write
+//! races and releases dependents when the task's last subtask finishes.
+//! Nobody spins: idle schedulers and cores block on channels.
 //!
 //! Shutdown: (1) the orchestrator sets `shutdown` and wakes every scheduler;
 //! (2) a scheduler exits once its cores have nothing in flight — at once
@@ -41,18 +44,17 @@ use crossbeam::{
     sync::Unparker,
 };
 use parking_lot::Mutex;
-use simpler_chip::{ArchProfile, Gm};
+use simpler_chip::{ArchProfile, Gm, GmArea, Reserved};
 use simpler_core::{
-    abi::{
-        payload, GlobalContext, LocalContext, ARG_SLOTS, GLOBAL_CONTEXT_SLOT, LOCAL_CONTEXT_SLOT,
-    },
+    abi::payload,
     topology::{core_id, Subtask},
-    ChipTensor,
 };
 use simpler_isa::Core;
 
 use crate::{
     core_slot::CoreSlot,
+    payload::{payload_slots, stage},
+    racecheck::{RaceCheck, Races},
     swimlane::{stamp, PhaseKind, SchedPhaseRecord, SchedRecorder, StampQueue},
     task::{Member, Task},
     RuntimeError, Shape, SwimlaneConfig,
@@ -121,8 +123,10 @@ pub(crate) struct Shared {
     shutdown: AtomicBool,
     force: AtomicBool,
     pub counters: Counters,
-    /// Next dispatch id (unique, increasing per run).
-    dispatch_seq: AtomicU64,
+    /// The dispatch payload region (readable by kernels without a lock).
+    pub payload_area: GmArea,
+    /// The race check.
+    pub race: Races,
     /// Per core id: what it runs.
     pub cores: Box<[CoreSlot]>,
     /// Start of the run, the zero of [`CoreSlot`] times.
@@ -138,6 +142,8 @@ impl Shared {
         orch: Unparker,
         n_cores: usize,
         deadline: Option<Instant>,
+        payload_area: GmArea,
+        race: Races,
     ) -> Shared {
         Shared {
             gm,
@@ -151,7 +157,8 @@ impl Shared {
             shutdown: AtomicBool::new(false),
             force: AtomicBool::new(false),
             counters: Counters::default(),
-            dispatch_seq: AtomicU64::new(0),
+            payload_area,
+            race,
             cores: (0..n_cores).map(|_| CoreSlot::default()).collect(),
             epoch: Instant::now(),
             deadline,
@@ -260,6 +267,8 @@ impl Shared {
 
 /// A dispatch on its way to a core.
 pub(crate) struct Dispatch {
+    /// Unique, increasing per run (the kernel args dump's `dispatch_id`).
+    pub id: u64,
     pub task: Arc<Task>,
     pub member: Member,
     pub subtask: Subtask,
@@ -282,6 +291,8 @@ struct CoreLink {
     tx: Sender<Dispatch>,
     inflight: u32,
     payloads: Vec<u64>,
+    /// Argument slots (from 0) each payload area may hold non-zero.
+    slots_used: Vec<usize>,
     next_payload: usize,
     /// What the core measured of each dispatch (`--swimlane` only).
     stamps: Option<StampQueue>,
@@ -295,6 +306,8 @@ struct Worker {
     /// Indices into `cores` of each owned cluster's AIC, AIV0, AIV1.
     clusters: Vec<[usize; 3]>,
     wake_rx: Receiver<()>,
+    /// The capability to write dispatch payloads.
+    payload: Arc<Reserved>,
     /// Reused payload staging buffer.
     staging: Vec<u8>,
     /// This thread's dump buffers; `None` when dumping is off (one branch).
@@ -500,47 +513,24 @@ impl Worker {
     /// Write the payload into the core's GM area and send the dispatch.
     fn send(&mut self, idx: usize, item: &ReadyItem, member: Member, subtask: Subtask) {
         let core = &mut self.cores[idx];
-        let base = core.payloads[core.next_payload];
-        core.next_payload = (core.next_payload + 1) % core.payloads.len();
+        let k = core.next_payload;
+        let base = core.payloads[k];
+        core.next_payload = (k + 1) % core.payloads.len();
         let task = &item.task;
         let buf = &mut self.staging;
-        buf.clear();
-        buf.resize(
-            payload::DESCS as usize + task.tensors.len() * ChipTensor::BYTES,
-            0,
-        );
-        let mut slots = [0u64; ARG_SLOTS];
-        for (i, t) in task.tensors.iter().enumerate() {
-            let off = payload::DESCS as usize + i * ChipTensor::BYTES;
-            buf[off..off + ChipTensor::BYTES].copy_from_slice(&t.desc.to_bytes());
-            slots[i] = base + off as u64;
-        }
-        let nt = task.tensors.len();
-        for (j, s) in task.scalars.iter().enumerate() {
-            slots[nt + j] = s.scalar.bits;
-        }
-        slots[LOCAL_CONTEXT_SLOT] = base + payload::LOCAL_CONTEXT;
-        slots[GLOBAL_CONTEXT_SLOT] = base + payload::GLOBAL_CONTEXT;
-        for (i, s) in slots.iter().enumerate() {
-            buf[8 * i..8 * i + 8].copy_from_slice(&s.to_le_bytes());
-        }
-        let lc = LocalContext {
-            block_idx: item.block as i32,
-            block_num: task.block_num as i32,
-        };
-        let gc = GlobalContext {
-            sub_block_id: subtask.sub_block_id(),
-        };
-        let l = payload::LOCAL_CONTEXT as usize;
-        buf[l..l + 8].copy_from_slice(&lc.to_bytes());
-        let g = payload::GLOBAL_CONTEXT as usize;
-        buf[g..g + 8].copy_from_slice(&gc.to_bytes());
-        if let Err(e) = self.shared.gm.write_mapped(base, buf) {
+        let used = stage(buf, task, base, item.block, subtask);
+        let clear = std::mem::replace(&mut core.slots_used[k], used).max(used);
+        if let Err(e) = crate::payload::write(&self.shared.gm, &self.payload, base, buf, clear) {
             self.shared.fail(RuntimeError::Orchestration(format!(
                 "cannot write dispatch payload: {e}"
             )));
             return;
         }
+        let id = self
+            .shared
+            .counters
+            .dispatches
+            .fetch_add(1, Ordering::Relaxed);
         if let Some(p) = &mut self.producer {
             // Captured from GM after the write: the very array the core reads.
             let mut dtypes = [simpler_core::DType::Uint64; simpler_core::abi::MAX_SCALARS];
@@ -549,7 +539,7 @@ impl Worker {
             }
             p.dispatch(
                 &simpler_dump::DispatchView {
-                    dispatch_id: self.shared.dispatch_seq.fetch_add(1, Ordering::Relaxed),
+                    dispatch_id: id,
                     task_id: task.id,
                     func_id: member.func_id,
                     subtask,
@@ -567,11 +557,8 @@ impl Worker {
             r.sent(idx, task, member.func_id, subtask, item.block);
         }
         core.inflight += 1;
-        self.shared
-            .counters
-            .dispatches
-            .fetch_add(1, Ordering::Relaxed);
         let d = Dispatch {
+            id,
             task: task.clone(),
             member,
             subtask,
@@ -587,6 +574,7 @@ impl Worker {
     /// its inputs are captured as they were (once per task).
     fn before_first_block(&mut self, item: &ReadyItem) {
         if item.block == 0 {
+            self.shared.race.on_first_dispatch(&item.task.race);
             if let Some(p) = &mut self.producer {
                 p.before_dispatch(&item.task.dump_view(), &self.shared.gm);
             }
@@ -627,9 +615,14 @@ pub(crate) fn settle(
     }
 }
 
-/// The task's last subtask finished: dump its outputs (before anyone else
-/// may write them), then release dependents and buffers.
+/// The task's last subtask finished: check it for write races, dump its
+/// outputs (before anyone else may write them), then release dependents
+/// and buffers.
 fn finalize(shared: &Shared, task: &Arc<Task>, producer: Option<&mut simpler_dump::Producer>) {
+    let races = shared.race.on_complete(&task.race);
+    if let Some(r) = shared.race.report(races) {
+        shared.fail(RuntimeError::WriteRace(Box::new(r)));
+    }
     // A task whose kernel failed has no results: its output buffers hold
     // whatever was there, which must not look like outputs in the dump.
     if let Some(p) = producer.filter(|_| !task.failed()) {
@@ -650,13 +643,6 @@ fn finalize(shared: &Shared, task: &Arc<Task>, producer: Option<&mut simpler_dum
     shared.notify_orchestrator();
 }
 
-/// The `depth` payload areas of core `id`.
-fn payload_slots(base: u64, id: u32, depth: u32) -> Vec<u64> {
-    (0..depth)
-        .map(|k| base + payload::BYTES * (u64::from(id) * u64::from(depth) + u64::from(k)))
-        .collect()
-}
-
 /// Running scheduler and core threads of one run.
 pub(crate) struct Chip {
     pub shared: Arc<Shared>,
@@ -664,7 +650,7 @@ pub(crate) struct Chip {
     /// What each scheduler recorded, once stopped.
     pub recorded: Vec<SchedRecorder>,
     cores: Vec<JoinHandle<()>>,
-    payload_base: u64,
+    payload: Arc<Reserved>,
 }
 
 impl Chip {
@@ -680,9 +666,11 @@ impl Chip {
         dump: Option<&simpler_dump::DumpSession>,
         swimlane: Option<&SwimlaneConfig>,
         deadline: Option<Instant>,
+        racecheck: RaceCheck,
     ) -> Result<Chip, RuntimeError> {
         let n_cores = (3 * clusters) as usize;
-        let payload_base = gm.alloc(payload::BYTES * n_cores as u64 * u64::from(depth))?;
+        let payload = Arc::new(gm.reserve(payload::BYTES * n_cores as u64 * u64::from(depth))?);
+        let payload_base = payload.base();
         let n_sched = sched_threads.min(clusters) as usize;
         let mut wake_rxs = Vec::new();
         let mut signals = Vec::new();
@@ -696,7 +684,15 @@ impl Chip {
                 free: Default::default(),
             });
         }
-        let shared = Arc::new(Shared::new(gm.clone(), signals, orch, n_cores, deadline));
+        let shared = Arc::new(Shared::new(
+            gm.clone(),
+            signals,
+            orch,
+            n_cores,
+            deadline,
+            payload.area(),
+            Races::new(racecheck),
+        ));
         let mut core_threads = Vec::new();
         let mut sched_threads_h = Vec::new();
         for (s, wake_rx) in wake_rxs.into_iter().enumerate() {
@@ -715,6 +711,7 @@ impl Chip {
                         subtask: sub,
                         tx,
                         inflight: 0,
+                        slots_used: vec![0; payloads.len()],
                         payloads,
                         next_payload: 0,
                         stamps,
@@ -747,6 +744,7 @@ impl Chip {
                 cores: links,
                 clusters: owned,
                 wake_rx,
+                payload: payload.clone(),
                 staging: Vec::new(),
                 producer: dump.map(|d| d.producer()),
                 rec,
@@ -764,7 +762,7 @@ impl Chip {
             scheds: sched_threads_h,
             recorded: Vec::new(),
             cores: core_threads,
-            payload_base,
+            payload,
         })
     }
 
@@ -792,7 +790,10 @@ impl Chip {
             for h in self.cores {
                 let _ = h.join();
             }
-            let _ = self.shared.gm.free(self.payload_base);
+            // The schedulers, the other holders, are gone.
+            if let Ok(p) = Arc::try_unwrap(self.payload) {
+                let _ = self.shared.gm.release(p);
+            }
         }
     }
 }

@@ -10,7 +10,7 @@ use simpler_chip::Gm;
 use simpler_core::{topology::Subtask, TaskId, TaskScalar, TaskTensor};
 use simpler_isa::KernelFn;
 
-use crate::{Kernels, Shape};
+use crate::{racecheck::TaskRace, ArgRole, Kernels, Shape};
 
 /// A GM buffer the runtime allocated, freed when its last reference goes:
 /// one from the scope that allocated it and one per incomplete task using it.
@@ -181,6 +181,8 @@ pub(crate) struct Task {
     /// Number of the last submit that found this task as a producer (only
     /// the orchestrator thread touches it): deduplicates without sorting.
     mark: AtomicU64,
+    /// What the race check keeps of it.
+    pub race: TaskRace,
 }
 
 impl Task {
@@ -203,7 +205,9 @@ impl Task {
             1 => Box::default(),
             _ => (0..block_num).map(|_| AtomicU8::new(0)).collect(),
         };
+        let nodep = tensors.iter().any(|t| t.role == ArgRole::NoDep);
         Task {
+            race: TaskRace::new(subtasks, nodep),
             func_ids,
             id,
             kernels,
@@ -291,7 +295,14 @@ impl Task {
         if whole_block {
             self.blocks_done.fetch_add(1, Ordering::Relaxed);
         }
-        self.remaining.fetch_sub(1, Ordering::AcqRel) == 1
+        // SeqCst: the race check's start of tracking pairs with it (see
+        // `Races::on_submit`); a locked RMW on x86 whatever the ordering.
+        self.remaining.fetch_sub(1, Ordering::SeqCst) == 1
+    }
+
+    /// True once its last subtask finished (SeqCst, for the race check).
+    pub fn finishing(&self) -> bool {
+        self.remaining.load(Ordering::SeqCst) == 0
     }
 
     /// Blocks `0..=block` were handed to cores.

@@ -184,19 +184,36 @@ pub fn manifest() -> impl Strategy<Value = Manifest> {
                     truncated_tensors: count(&|r| r.truncated),
                     dropped_records: 0,
                     dropped_overwrite: 0,
+                    racecheck: Some("warn".into()),
                     write_races: races,
-                    races: (0..races)
-                        .map(|i| {
-                            let mut m = serde_json::Map::new();
-                            m.insert("task_id".into(), format!("0x{i:016x}").into());
-                            m
-                        })
-                        .collect(),
+                    races: (0..races).map(race_report).collect(),
                     unfinished_tasks: (!complete).then_some(unfinished),
                 },
                 tensors: records,
             }
         })
+}
+
+/// The `i`-th race of a synthetic header: blocks `2i` and `2i+1` of one
+/// task both wrote the first `8(i+1)` bytes of a buffer.
+fn race_report(i: u64) -> simpler_format::tensor_dump::RaceReport {
+    use simpler_format::tensor_dump::RaceDispatch;
+    let side = |d: u64| RaceDispatch {
+        dispatch_id: d,
+        task_id: Hex64(i),
+        func_id: 3,
+        kernel: "fill_all_rows".into(),
+        core_type: "aiv".into(),
+        core_id: 8 + d as u32,
+        block_idx: d as u32,
+    };
+    simpler_format::tensor_dump::RaceReport {
+        task_id: Hex64(i),
+        buffer: Hex64(0x7f00_0000_0000 + 0x1000 * i),
+        byte_range: [0, 8 * (i + 1)],
+        overlap_bytes: 8 * (i + 1),
+        dispatches: [side(2 * i), side(2 * i + 1)],
+    }
 }
 
 /// An upstream record as the upstream writer would write it.

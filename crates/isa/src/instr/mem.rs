@@ -49,9 +49,14 @@ fn check_fits(instr: &'static str, v: &ChipTensor, t: Tile) -> KResult<(usize, u
     Ok((vr, vc))
 }
 
-/// GM span of a view, as recorded: (first byte, extent in bytes).
-fn gm_span(v: &ChipTensor) -> (u64, u64) {
-    (v.first_byte(), v.extent_elems * v.dtype.size() as u64)
+/// GM span of a view, as recorded: (first byte, bytes spanned), computed
+/// from its shape and strides (the view was just accessed, so it is valid).
+/// Only computed while recording.
+fn gm_span(core: &Core, v: &ChipTensor) -> Option<(u64, u64)> {
+    if !core.is_recording() {
+        return None;
+    }
+    v.byte_span().ok().map(|s| (s.start, s.len()))
 }
 
 impl Core {
@@ -60,11 +65,13 @@ impl Core {
     /// top-left `vr × vc` corner, the rest is untouched. Same dtype required.
     /// Strided views (sub-views, transposes) are gathered element by element.
     ///
-    /// Records size = bytes loaded, GM span = the view's extent.
+    /// Records size = bytes loaded, GM span = the bytes from the view's first
+    /// to its last element (computed from shape and strides).
     ///
     /// # Errors
     /// `BadOperand` for a tile outside L1/UB, a dtype mismatch or a view that
-    /// does not fit; `GmOutOfBounds` when the view leaves live GM.
+    /// does not fit; `View` for a view whose span overflows; `GmOutOfBounds`
+    /// when its span leaves the requested bytes of its allocation.
     #[track_caller]
     pub fn tload(&mut self, dst: Tile, src: &ChipTensor) -> KResult<()> {
         let loc = Location::caller();
@@ -104,7 +111,7 @@ impl Core {
             [None; 3],
             Some(dst.range()),
             nbytes as u64,
-            Some(gm_span(src)),
+            gm_span(self, src),
             loc,
         );
         Ok(())
@@ -115,11 +122,15 @@ impl Core {
     ///
     /// Conversions: same dtype (any) is a copy; among FLOAT32, FLOAT16 and
     /// BFLOAT16 values are widened exactly and rounded once. Records size =
-    /// bytes written to GM, GM span = the view's extent.
+    /// bytes written to GM, GM span = the bytes from the view's first to its
+    /// last element. Every run written goes into the core's write log (the
+    /// race check).
     ///
     /// # Errors
     /// `BadOperand` for a tile outside UB/L0C, an unsupported conversion or a
-    /// view larger than the tile; `GmOutOfBounds` when the view leaves live GM.
+    /// view larger than the tile; `View` for a view whose span overflows;
+    /// `GmOutOfBounds` when its span leaves the requested bytes of its
+    /// allocation; `GmReserved` for the runtime's argument areas.
     #[track_caller]
     pub fn tstore(&mut self, dst: &ChipTensor, src: Tile) -> KResult<()> {
         let loc = Location::caller();
@@ -144,7 +155,7 @@ impl Core {
         let off = src.offset as usize;
         let pitch = src.cols as usize * ses;
         let nbytes = vr * vc * des;
-        let (gm, bufs, scratch) = self.parts_mut();
+        let (mut gm, bufs, scratch) = self.parts_mut();
         let tb = bufs.bytes(src.buf);
         if src.dtype == dst.dtype && (vr <= 1 || vc == src.cols as usize || vc == 0) {
             gm.scatter(dst, &tb[off..off + nbytes])?;
@@ -164,7 +175,7 @@ impl Core {
             [Some(src.range()), None, None],
             None,
             nbytes as u64,
-            Some(gm_span(dst)),
+            gm_span(self, dst),
             loc,
         );
         Ok(())

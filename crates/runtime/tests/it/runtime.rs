@@ -506,7 +506,7 @@ fn kernel_panic_becomes_an_error() {
 
 #[test]
 fn kernel_reading_outside_gm_is_an_error() {
-    expect_kernel_error(6, "not inside a live allocation");
+    expect_kernel_error(6, "global memory access out of bounds: 64 bytes at 0x");
 }
 
 #[test]
