@@ -83,9 +83,10 @@ fn write_own_args(core: &mut Core, args: &Args) -> KResult<()> {
     core.gm().write(args.base(), &[0u8; 8])
 }
 
-/// A tile whose byte size does not fit in 64 bits.
+/// A tile whose byte size is 2^64: wrapping arithmetic makes it 0 bytes,
+/// which any buffer has room for.
 fn huge_tile(core: &mut Core, _args: &Args) -> KResult<()> {
-    core.alloc_tile(BufKind::Ub, u32::MAX, u32::MAX, DType::Float32)?;
+    core.alloc_tile(BufKind::Ub, 1 << 31, 1 << 31, DType::Float32)?;
     Ok(())
 }
 
