@@ -187,10 +187,15 @@ pub fn bf16_bytes(v: &[f32]) -> Vec<u8> {
 /// u8 [3], bool [4], f16 [2], i64 [2], FP8 [2], f32 scalar 0.25, i32 scalar -3,
 /// an inout [2] before and after; one MIX task.
 pub fn varied() -> (Manifest, Vec<u8>) {
-    let t0 = 0x0000_0001_0000_0000u64;
-    let t1 = 0x0000_0001_0000_0001u64;
+    let mut records = varied_aiv_task(0x0000_0001_0000_0000);
+    records.extend(varied_mix_task(0x0000_0001_0000_0001));
+    build(records)
+}
+
+/// Task `t0` of [`varied`]: f32 input, two scalars, a bf16 output.
+fn varied_aiv_task(t0: u64) -> Vec<(RecordJson, Vec<u8>)> {
     let bf: Vec<f32> = vec![1.0, -2.5, 0.15625, 3.0e-3, 65280.0, -0.0, 1.0e-6, 7.0];
-    build(vec![
+    vec![
         tensor(
             t0,
             &[0],
@@ -213,6 +218,13 @@ pub fn varied() -> (Manifest, Vec<u8>) {
             &[2, 4],
             bf16_bytes(&bf),
         ),
+    ]
+}
+
+/// Task `t1` of [`varied`] (a MIX task): one input per integer and small
+/// float dtype, and an inout before and after.
+fn varied_mix_task(t1: u64) -> Vec<(RecordJson, Vec<u8>)> {
+    vec![
         tensor(
             t1,
             &[1, 2, 3],
@@ -302,5 +314,5 @@ pub fn varied() -> (Manifest, Vec<u8>) {
             &[2],
             f32_bytes(&[9.0, -9.0]),
         ),
-    ])
+    ]
 }
