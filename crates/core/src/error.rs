@@ -37,6 +37,9 @@ pub enum KernelError {
     /// A tensor view whose fields do not describe bytes in GM.
     #[error(transparent)]
     View(#[from] ViewError),
+    /// A sub-view or reshape the kernel asked for does not fit its tensor.
+    #[error(transparent)]
+    Shape(#[from] ShapeError),
     /// A local buffer (L1, L0A, L0B, L0C, UB) ran out of capacity.
     #[error("local buffer {buffer} overflow: requested {requested} bytes, {used} of {capacity} already in use")]
     LocalBufferOverflow {
@@ -122,10 +125,60 @@ pub struct ViewError {
 }
 
 impl KernelError {
-    /// A kernel-reported failure with a message.
-    pub fn msg(msg: impl Into<String>) -> KernelError {
-        KernelError::Failed(msg.into())
+    /// A kernel-reported failure with a message (anything printable, so
+    /// `.map_err(KernelError::msg)` takes a string or another error).
+    pub fn msg(msg: impl std::fmt::Display) -> KernelError {
+        KernelError::Failed(msg.to_string())
     }
+}
+
+/// Why [`crate::ChipTensor::view`] or [`crate::ChipTensor::reshape`]
+/// refused: the new view would not be a part of the old one.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ShapeError {
+    /// `offsets` and `shape` must both have one entry per dimension.
+    #[error("view rank {offsets} / {shape} does not match tensor rank {rank}")]
+    Rank {
+        /// Entries in `offsets`.
+        offsets: usize,
+        /// Entries in `shape`.
+        shape: usize,
+        /// The tensor's dimensions.
+        rank: u32,
+    },
+    /// The box leaves the tensor in dimension `dim`.
+    #[error("view dim {dim}: {start}..{end} exceeds size {size}")]
+    OutOfRange {
+        /// The dimension.
+        dim: usize,
+        /// The box's first index in it.
+        start: u32,
+        /// One past the box's last index.
+        end: u64,
+        /// The tensor's size in it.
+        size: u32,
+    },
+    /// The view's `start_offset` would not fit 64 bits.
+    #[error("view dim {dim}: start_offset overflows 64 bits")]
+    Overflow {
+        /// The dimension whose offset overflowed.
+        dim: usize,
+    },
+    /// Only a dense view can be reshaped.
+    #[error("reshape of a non-contiguous view")]
+    NotDense,
+    /// A shape needs 1 to 5 dimensions.
+    #[error("reshape to {0} dims")]
+    Dims(usize),
+    /// A reshape keeps the element count.
+    #[error("reshape {from:?} -> {to:?} changes the element count")]
+    Count {
+        /// The old shape.
+        from: Vec<u32>,
+        /// The shape asked for.
+        to: Vec<u32>,
+    },
 }
 
 /// A 128-byte tensor descriptor that does not describe a valid view.

@@ -27,7 +27,7 @@ pub mod topology;
 
 pub use args::{ArgRole, Scalar, TaskScalar, TaskTensor};
 pub use dtype::DType;
-pub use error::{DescError, GmAlloc, KResult, KernelError, ViewError};
+pub use error::{DescError, GmAlloc, KResult, KernelError, ShapeError, ViewError};
 pub use race::{RaceWriter, WriteRace};
 pub use task_id::TaskId;
 pub use tensor::{ByteSpan, ChipTensor, MAX_DIMS};

@@ -1,6 +1,6 @@
 //! The 128-byte tensor descriptor (`ChipTensor`) and view arithmetic.
 
-use crate::{DType, DescError, TaskId, ViewError};
+use crate::{DType, DescError, ShapeError, TaskId, ViewError};
 
 /// Maximum number of dimensions a descriptor holds.
 pub const MAX_DIMS: usize = 5;
@@ -287,28 +287,29 @@ impl ChipTensor {
     ///
     /// # Errors
     /// When the box leaves the view or the rank differs.
-    pub fn view(&self, offsets: &[u32], shape: &[u32]) -> Result<ChipTensor, String> {
+    pub fn view(&self, offsets: &[u32], shape: &[u32]) -> Result<ChipTensor, ShapeError> {
         if offsets.len() != self.ndims as usize || shape.len() != self.ndims as usize {
-            return Err(format!(
-                "view rank {} / {} does not match tensor rank {}",
-                offsets.len(),
-                shape.len(),
-                self.ndims
-            ));
+            return Err(ShapeError::Rank {
+                offsets: offsets.len(),
+                shape: shape.len(),
+                rank: self.ndims,
+            });
         }
         let mut t = *self;
         for i in 0..shape.len() {
             let end = u64::from(offsets[i]) + u64::from(shape[i]);
             if end > u64::from(self.shapes[i]) {
-                return Err(format!(
-                    "view dim {i}: {}..{end} exceeds size {}",
-                    offsets[i], self.shapes[i]
-                ));
+                return Err(ShapeError::OutOfRange {
+                    dim: i,
+                    start: offsets[i],
+                    end,
+                    size: self.shapes[i],
+                });
             }
             t.start_offset = t
                 .start_offset
                 .checked_add(u64::from(offsets[i]) * u64::from(self.strides[i]))
-                .ok_or_else(|| format!("view dim {i}: start_offset overflows 64 bits"))?;
+                .ok_or(ShapeError::Overflow { dim: i })?;
             t.shapes[i] = shape[i];
         }
         t.refresh();
@@ -332,20 +333,19 @@ impl ChipTensor {
     ///
     /// # Errors
     /// When the view is strided or the element counts differ.
-    pub fn reshape(&self, shape: &[u32]) -> Result<ChipTensor, String> {
+    pub fn reshape(&self, shape: &[u32]) -> Result<ChipTensor, ShapeError> {
         if !self.is_dense() {
-            return Err("reshape of a non-contiguous view".into());
+            return Err(ShapeError::NotDense);
         }
         if shape.is_empty() || shape.len() > MAX_DIMS {
-            return Err(format!("reshape to {} dims", shape.len()));
+            return Err(ShapeError::Dims(shape.len()));
         }
         let n: u64 = shape.iter().map(|&s| u64::from(s)).product();
         if n != self.numel() {
-            return Err(format!(
-                "reshape {:?} -> {:?} changes the element count",
-                self.shape(),
-                shape
-            ));
+            return Err(ShapeError::Count {
+                from: self.shape().to_vec(),
+                to: shape.to_vec(),
+            });
         }
         let mut t = *self;
         t.ndims = shape.len() as u32;
@@ -512,6 +512,45 @@ mod tests {
         assert_eq!(&b[76..80], &1u32.to_le_bytes());
         assert!(b[80..].iter().all(|&x| x == 0));
         assert_eq!(ChipTensor::from_bytes(&b).unwrap(), t);
+    }
+
+    #[test]
+    fn views_and_reshapes_that_do_not_fit_say_which_rule_they_break() {
+        let t = ChipTensor::contiguous(64, &[4, 6], DType::Float32);
+        assert_eq!(
+            t.view(&[0], &[1, 1]),
+            Err(ShapeError::Rank {
+                offsets: 1,
+                shape: 2,
+                rank: 2
+            })
+        );
+        let e = t.view(&[1, 4], &[2, 3]).unwrap_err();
+        assert_eq!(
+            e,
+            ShapeError::OutOfRange {
+                dim: 1,
+                start: 4,
+                end: 7,
+                size: 6
+            }
+        );
+        assert_eq!(e.to_string(), "view dim 1: 4..7 exceeds size 6");
+        let mut far = t;
+        far.strides[0] = u32::MAX;
+        far.start_offset = u64::MAX - 1;
+        assert_eq!(
+            far.view(&[1, 0], &[1, 6]),
+            Err(ShapeError::Overflow { dim: 0 })
+        );
+        let part = t.view(&[0, 1], &[4, 2]).unwrap();
+        assert_eq!(part.reshape(&[8]), Err(ShapeError::NotDense));
+        assert_eq!(t.reshape(&[]), Err(ShapeError::Dims(0)));
+        assert_eq!(
+            t.reshape(&[5, 5]).unwrap_err().to_string(),
+            "reshape [4, 6] -> [5, 5] changes the element count"
+        );
+        assert_eq!(t.reshape(&[24]).unwrap().shape(), &[24]);
     }
 
     #[test]

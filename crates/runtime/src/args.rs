@@ -57,7 +57,7 @@ impl Tensor {
         self.desc
             .view(offsets, shape)
             .map(Tensor::from_desc)
-            .map_err(RuntimeError::InvalidSubmit)
+            .map_err(|e| RuntimeError::InvalidSubmit(e.to_string()))
     }
 
     /// Same elements, new dense shape (contiguous views only).
@@ -68,7 +68,7 @@ impl Tensor {
         self.desc
             .reshape(shape)
             .map(Tensor::from_desc)
-            .map_err(RuntimeError::InvalidSubmit)
+            .map_err(|e| RuntimeError::InvalidSubmit(e.to_string()))
     }
 }
 

@@ -46,12 +46,12 @@ pub(crate) fn as_column(t: &ChipTensor) -> KResult<ChipTensor> {
 
 /// A sub-view of a kernel argument, as a kernel error on failure.
 pub(crate) fn sub_view(t: &ChipTensor, offsets: &[u32], shape: &[u32]) -> KResult<ChipTensor> {
-    t.view(offsets, shape).map_err(KernelError::msg)
+    Ok(t.view(offsets, shape)?)
 }
 
 /// A dense reshape of a kernel argument, as a kernel error on failure.
 pub(crate) fn reshaped(t: &ChipTensor, shape: &[u32]) -> KResult<ChipTensor> {
-    t.reshape(shape).map_err(KernelError::msg)
+    Ok(t.reshape(shape)?)
 }
 
 /// A tile handle for the top-left `rows × cols` part of `t`'s storage

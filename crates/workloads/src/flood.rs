@@ -217,8 +217,8 @@ pub fn flood_kernel_loop(n: u64) -> Result<Duration, KernelError> {
     let y_t = ChipTensor::contiguous(y_addr, &[p, ROW], DType::Float32);
     for i in 0..p {
         let base = pay + u64::from(i) * payload::BYTES;
-        let xi = x_t.view(&[i, 0], &[1, ROW]).map_err(KernelError::msg)?;
-        let yi = y_t.view(&[i, 0], &[1, ROW]).map_err(KernelError::msg)?;
+        let xi = x_t.view(&[i, 0], &[1, ROW])?;
+        let yi = y_t.view(&[i, 0], &[1, ROW])?;
         for (slot, d) in [xi, yi].iter().enumerate() {
             let at = base + payload::DESCS + (slot * ChipTensor::BYTES) as u64;
             put(at, &d.to_bytes())?;
