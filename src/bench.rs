@@ -10,6 +10,7 @@ use std::{
 };
 
 use anyhow::{bail, Context, Result};
+use clap::ValueEnum;
 use serde_json::{json, Map, Value};
 use simpler_core::{topology::CoreType, DType};
 use simpler_dump::{DumpConfig, DumpSummary};
@@ -17,6 +18,7 @@ use simpler_runtime::{KernelDef, Kernels, OrchArgs, Runtime, RuntimeConfig, Task
 use simpler_workloads::{flood, vector_example};
 
 use crate::cli::{BenchArgs, BenchName};
+use crate::registry::Workloads;
 
 mod large;
 mod readers;
@@ -32,21 +34,22 @@ struct Outcome {
 }
 
 /// Run the bench and print a table or one JSON object.
-pub fn bench(a: &BenchArgs) -> Result<ExitCode> {
-    if a.reps == 0 {
-        bail!("--reps 0: expected at least one repetition");
-    }
+pub(crate) fn bench(a: &BenchArgs, ws: &Workloads) -> Result<ExitCode> {
+    check_flags(a)?;
+    let name = a.name.to_possible_value().map(|v| v.get_name().to_string());
+    let status = crate::progress::status_line(&format!("bench {}", name.unwrap_or_default()));
     let out = match a.name {
         BenchName::Dispatch => dispatch(a)?,
-        BenchName::DumpOverhead => dump_overhead(a)?,
+        BenchName::DumpOverhead => dump_overhead(a, ws)?,
         BenchName::DumpMemory => dump_memory(a)?,
-        BenchName::Replay => replay(a)?,
+        BenchName::Replay => replay(a, ws)?,
         BenchName::Large => large::large(a)?,
         BenchName::Submits => submits::submits(a)?,
         BenchName::SubmitInstructions => submits::submit_instructions(a)?,
         BenchName::Readers => readers(a)?,
         BenchName::Swimlane => swimlane::swimlane(a)?,
     };
+    drop(status);
     if a.json {
         let results: Map<String, Value> = out
             .results
@@ -68,18 +71,52 @@ pub fn bench(a: &BenchArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Refuse a flag the bench does not use: silently ignoring it would
+/// report figures for something other than what was asked.
+fn check_flags(a: &BenchArgs) -> Result<()> {
+    use BenchName::*;
+    let name = a
+        .name
+        .to_possible_value()
+        .map(|v| v.get_name().to_string())
+        .unwrap_or_default();
+    let unused = [
+        ("--tasks", a.tasks.is_some(), !matches!(a.name, Dispatch | Swimlane), "dispatch and swimlane"),
+        (
+            "--batches",
+            a.batches.is_some(),
+            !matches!(a.name, Submits | SubmitInstructions),
+            "submits and submit-instructions",
+        ),
+        (
+            "--reps",
+            a.reps.is_some(),
+            matches!(a.name, DumpMemory | SubmitInstructions),
+            "every bench but dump-memory and submit-instructions",
+        ),
+    ];
+    for (flag, given, unused, used_by) in unused {
+        if given && unused {
+            bail!("{flag} does not apply to bench {name}: it is used by {used_by}");
+        }
+    }
+    Ok(())
+}
+
 /// Per-task runtime overhead: a flood of tiny independent AIV tasks through
 /// the whole runtime vs the same kernel called in a loop on one core.
 fn dispatch(a: &BenchArgs) -> Result<Outcome> {
     let cfg = a.chip.config()?;
-    let n = a.tasks;
-    if n == 0 {
-        bail!("--tasks 0: expected at least one task");
-    }
+    let n = a.tasks();
     let rt = Runtime::new(cfg.clone(), flood::kernels())?;
     let mut best_flood = Duration::MAX;
     let mut best_loop = Duration::MAX;
-    for rep in 0..a.reps {
+    for rep in 0..a.reps() {
+        crate::progress::status(&format!(
+            "flood and kernel loop, rep {} of {}",
+            rep + 1,
+            a.reps()
+        ));
         let run = flood::run_n(n, u64::from(rep), &rt).context("flood run")?;
         if !run.golden.passed {
             bail!("flood produced wrong results: {}", run.golden.detail);
@@ -91,7 +128,7 @@ fn dispatch(a: &BenchArgs) -> Result<Outcome> {
     let us_per_task = (best_flood.as_secs_f64() - best_loop.as_secs_f64()) / f64::from(n) * 1e6;
     let mut config = Map::new();
     config.insert("tasks".into(), json!(n));
-    config.insert("reps".into(), json!(a.reps));
+    config.insert("reps".into(), json!(a.reps()));
     config.insert("clusters".into(), json!(cfg.clusters));
     config.insert("sched_threads".into(), json!(cfg.sched_threads));
     config.insert("core_queue_depth".into(), json!(cfg.core_queue_depth));
@@ -120,7 +157,7 @@ fn dispatch(a: &BenchArgs) -> Result<Outcome> {
 fn chip_config(a: &BenchArgs) -> Result<Map<String, Value>> {
     let cfg = a.chip.config()?;
     let mut m = Map::new();
-    m.insert("reps".into(), json!(a.reps));
+    m.insert("reps".into(), json!(a.reps()));
     m.insert("clusters".into(), json!(cfg.clusters));
     m.insert("sched_threads".into(), json!(cfg.sched_threads));
     m.insert("arch".into(), json!(cfg.arch.name));
@@ -152,9 +189,9 @@ fn dumped_bytes(d: &DumpSummary) -> u64 {
 /// that hands freed memory back to its host, pages freed seconds earlier
 /// cost a host fault each on reuse, which would time the host instead of
 /// the dump; the baseline is measured the same way.)
-fn dump_overhead(a: &BenchArgs) -> Result<Outcome> {
+fn dump_overhead(a: &BenchArgs, ws: &Workloads) -> Result<Outcome> {
     let base = a.chip.config()?;
-    let w = simpler_workloads::find("paged_attention")?;
+    let w = ws.find("paged_attention")?;
     let tmp = tempfile::tempdir().context("temporary folder for the dumps")?;
     let _scratch = simpler_format::durable::scratch(tmp.path());
     let mut results = Vec::new();
@@ -172,7 +209,12 @@ fn dump_overhead(a: &BenchArgs) -> Result<Outcome> {
         )?;
         let mut pairs = Vec::new();
         let mut bytes = 0;
-        for _ in 0..a.reps {
+        for rep in 0..a.reps() {
+            crate::progress::status(&format!(
+                "{case} plain and dumping, pair {} of {}",
+                rep + 1,
+                a.reps()
+            ));
             let out = w.run(case, 0, &plain)?;
             let plain_s = out.report.wall.as_secs_f64();
             remove(&dir)?;
@@ -210,7 +252,8 @@ fn dump_overhead(a: &BenchArgs) -> Result<Outcome> {
         ));
     }
     let dump_gib_s = bytes_total as f64 / extra_total / f64::from(1 << 30);
-    let baseline = memcpy_write_baseline(tmp.path(), bytes_total, a.reps)?;
+    crate::progress::status("memcpy + write baseline");
+    let baseline = memcpy_write_baseline(tmp.path(), bytes_total, a.reps())?;
     let mut all = vec![
         ("wall_ratio", worst_ratio, "x (worst case)"),
         ("dump_gib_per_s", dump_gib_s, "GiB/s"),
@@ -325,6 +368,7 @@ fn dump_memory(a: &BenchArgs) -> Result<Outcome> {
     let x = rt.upload_pod(&xs, &[rows, cols], DType::Float32)?;
     let y = rt.alloc_tensor(&[rows, cols], DType::Float32)?;
     let before = peak_rss_mib()?;
+    crate::progress::status(&format!("{tasks} tasks dumping 1 MiB blocks"));
     let report = rt.run(&OrchArgs::new().tensor(x).output(y), |o, args| {
         let (x, y) = (args.tensor_at(0)?, args.tensor_at(1)?);
         for i in 0..tasks {
@@ -394,14 +438,14 @@ fn run_with_all_dumps(
 /// of `--reps`; `inproc_wall_s` is the same work inside this process.
 /// `instr_per_s` is the pipe simulator alone on 2 M synthetic
 /// instructions ([`simpler_replay::bench::simulator_throughput`]).
-fn replay(a: &BenchArgs) -> Result<Outcome> {
+fn replay(a: &BenchArgs, ws: &Workloads) -> Result<Outcome> {
     let cfg = a.chip.config()?;
     let tmp = tempfile::tempdir().context("temporary folder for the dump")?;
     let _scratch = simpler_format::durable::scratch(tmp.path());
     let run_dir = tmp.path().join("run");
-    let w = simpler_workloads::find("paged_attention")?;
+    let w = ws.find("paged_attention")?;
     let (case, func_id) = ("CaseSmall1", 1u32);
-    run_with_all_dumps(w.as_ref(), case, &cfg, &run_dir)?;
+    run_with_all_dumps(w, case, &cfg, &run_dir)?;
 
     let exe = std::env::current_exe().context("path of the simpler binary")?;
     let args = |out: &Path| {
@@ -409,7 +453,8 @@ fn replay(a: &BenchArgs) -> Result<Outcome> {
     };
     let (mut best_proc, mut best_inproc) = (Duration::MAX, Duration::MAX);
     let mut instructions = 0;
-    for rep in 0..a.reps {
+    for rep in 0..a.reps() {
+        crate::progress::status(&format!("replay, rep {} of {}", rep + 1, a.reps()));
         let out = tmp.path().join(format!("ws_proc_{rep}"));
         let t = Instant::now();
         let o = std::process::Command::new(&exe)
@@ -436,7 +481,7 @@ fn replay(a: &BenchArgs) -> Result<Outcome> {
         }
         let out = tmp.path().join(format!("ws_inproc_{rep}"));
         let t = Instant::now();
-        let r = crate::insight::run(&args(&out), &mut std::io::sink())?;
+        let r = crate::insight::run(&args(&out), ws, &mut std::io::sink())?;
         best_inproc = best_inproc.min(t.elapsed());
         if !r.report.overall_pass {
             bail!("the replay of the SF dispatch did not verify bit-exact");
@@ -444,9 +489,10 @@ fn replay(a: &BenchArgs) -> Result<Outcome> {
         instructions = r.export.instructions;
     }
     let n = 2_000_000;
+    crate::progress::status("pipe simulator on 2 M instructions");
     let params = simpler_replay::TimingParams::for_arch(&cfg.arch);
     let mut best_sim = simpler_replay::bench::simulator_throughput(&params, n);
-    for _ in 1..a.reps {
+    for _ in 1..a.reps() {
         let s = simpler_replay::bench::simulator_throughput(&params, n);
         if s.instr_per_s > best_sim.instr_per_s {
             best_sim = s;
@@ -493,7 +539,7 @@ fn readers(a: &BenchArgs) -> Result<Outcome> {
     let mib = |b: u64| b as f64 / f64::from(1 << 20);
     let mut config = chip_config(a)?;
     config.insert("case".into(), json!("CaseLarge"));
-    config.insert("reps".into(), json!(a.reps));
+    config.insert("reps".into(), json!(a.reps()));
     config.insert("manifest_mib".into(), json!(mib(f.manifest_bytes)));
     config.insert("records".into(), json!(f.records));
     Ok(Outcome {

@@ -1,16 +1,131 @@
-//! Command-line grammar (clap derive).
+//! The whole command line as a library call ([`main`]), and its grammar
+//! (clap derive; [`command`] gives it to tools such as shell completion
+//! generators).
 
-use std::time::Duration;
+use std::{ffi::OsString, process::ExitCode, time::Duration};
 
 use anyhow::{bail, Result};
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use simpler_chip::ArchProfile;
 use simpler_runtime::{RaceCheck, RuntimeConfig};
+use simpler_workloads::Workload;
+
+use crate::registry::Workloads;
+
+/// Run the `simpler` command line over the bundled workloads plus
+/// `workloads` (yours; a name that clashes with a bundled one is refused
+/// at startup) and return the process's exit code: 0 ok, 1 a check
+/// failed, 2 bad input or an I/O error, 130/143 interrupted.
+///
+/// Reads the process's arguments and owns its SIGINT/SIGTERM handling:
+/// call it once, from `main`.
+pub fn main(workloads: Vec<Box<dyn Workload>>) -> ExitCode {
+    quiet_panics();
+    // Before anything is created: temporary files never outlive a signal.
+    if let Err(e) = crate::signals::install() {
+        eprintln!("error: {e:#}");
+        return ExitCode::from(2);
+    }
+    let ws = match Workloads::new(workloads) {
+        Ok(ws) => ws,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    let args = match parse(std::env::args_os()) {
+        Ok(a) => a,
+        Err(code) => return code,
+    };
+    crate::progress::set_quiet(args.quiet);
+    match dispatch(args, &ws) {
+        Ok(code) => code,
+        // `simpler … | head`: the reader left; stop quietly, as other tools do.
+        Err(e) if broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The command-line grammar as clap sees it: every subcommand and flag.
+/// Numbers may be negative, so that `--seed -1` is a value the flag
+/// refuses in its own words rather than an unknown flag; a flag whose
+/// value is optional (`--dump-tensor [LEVEL]`) takes it only as a number,
+/// so `--dump-tensor paged_attention` is the bare flag and the workload.
+pub fn command() -> clap::Command {
+    fn adjust(c: clap::Command) -> clap::Command {
+        c.mut_args(|a| {
+            if crate::args::optional_value(&a) {
+                a.allow_negative_numbers(true).require_equals(true)
+            } else if a.get_action().takes_values() && !a.is_positional() {
+                a.allow_negative_numbers(true)
+            } else {
+                a
+            }
+        })
+        .mut_subcommands(adjust)
+    }
+    adjust(Cli::command())
+}
+
+/// Parse `argv`; help and version are printed here (exit 0), a bad
+/// command line gets one line on stderr (exit 2).
+fn parse(argv: impl IntoIterator<Item = OsString>) -> Result<Cli, ExitCode> {
+    let mut cmd = command();
+    let argv = crate::args::join_optional_values(&cmd, argv.into_iter().collect());
+    let help = crate::args::command_path(&cmd, &argv);
+    let matches = match cmd.try_get_matches_from_mut(argv) {
+        Ok(m) => m,
+        Err(e) => return Err(crate::args::report(&e, &help)),
+    };
+    Cli::from_arg_matches(&matches).map_err(|e| crate::args::report(&e, &help))
+}
+
+/// True when a write to a closed pipe is somewhere in the error chain.
+fn broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+fn dispatch(args: Cli, ws: &Workloads) -> Result<ExitCode> {
+    match args.command {
+        Command::Run(a) => crate::run::run(&a, ws),
+        Command::List => crate::list::list(ws),
+        Command::Bench(a) => crate::bench::bench(&a, ws),
+        Command::Dump(DumpCommand::View(a)) => crate::dump_view::view(&a),
+        Command::Dump(DumpCommand::Diff(a)) => crate::dump_diff::diff(&a),
+        Command::InsightTrace(a) => crate::insight::insight_trace(&a, ws),
+        Command::Swimlane(a) => crate::swimlane_cmd::swimlane(&a),
+    }
+}
+
+/// Kernel panics are caught by the runtime and reported as errors naming the
+/// task; the default hook would also print a "thread panicked" line for them.
+/// Keep one line for panics elsewhere (a bug in simpler itself), no backtrace.
+/// A closed stdout (`| head`) ends the program quietly.
+fn quiet_panics() {
+    std::panic::set_hook(Box::new(|info| {
+        // `simpler … | head`: the reader left; stop quietly like other tools.
+        if info.to_string().contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        if !simpler_isa::kernel::in_kernel() {
+            eprintln!("internal error: {info}");
+        }
+    }));
+}
 
 /// Runtime for task graphs on a simulated tile accelerator, built for diagnostics.
 #[derive(Debug, Parser)]
 #[command(name = "simpler", version, about)]
-pub struct Cli {
+pub(crate) struct Cli {
+    /// No progress bars (they are drawn only on a terminal anyway).
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -18,12 +133,14 @@ pub struct Cli {
 
 /// Subcommands.
 #[derive(Debug, Subcommand)]
-pub enum Command {
-    /// Run a bundled workload and check its golden (exit 1 on FAIL).
+pub(crate) enum Command {
+    /// Run a workload and check its golden (exit 1 on FAIL).
     Run(RunArgs),
     /// List workloads, their cases and their kernels (func id, core type).
     List,
-    /// Measure the runtime (see DESIGN §10).
+    /// Measure the runtime: ratios and counts taken inside one process, so
+    /// they hold on a noisy machine (`--json` for one machine-readable
+    /// object).
     Bench(BenchArgs),
     /// Read dumps: list, filter and export records.
     #[command(subcommand)]
@@ -40,7 +157,7 @@ pub enum Command {
 
 /// `simpler dump …`.
 #[derive(Debug, Subcommand)]
-pub enum DumpCommand {
+pub(crate) enum DumpCommand {
     /// List a tensor dump's records (default: the newest
     /// `outputs/*/tensor_dump`), filter them, export them as txt or npy.
     View(crate::dump_view::ViewArgs),
@@ -52,7 +169,7 @@ pub enum DumpCommand {
 
 /// Chip and runtime shape, shared by every command that runs something.
 #[derive(Debug, Clone, Args)]
-pub struct ChipArgs {
+pub(crate) struct ChipArgs {
     /// Architecture profile.
     #[arg(long, default_value = "a2a3", value_parser = ["a2a3", "a5"])]
     pub arch: String,
@@ -77,11 +194,11 @@ pub struct ChipArgs {
 }
 
 /// Largest `--gm-mib`: 1 TiB.
-pub const MAX_GM_MIB: u64 = 1 << 20;
+pub(crate) const MAX_GM_MIB: u64 = 1 << 20;
 /// Largest `--timeout`, in seconds (about 31 years).
-pub const MAX_TIMEOUT_S: f64 = 1e9;
+pub(crate) const MAX_TIMEOUT_S: f64 = 1e9;
 /// Largest `--dump-arena-kib`: 1 GiB per producer buffer.
-pub const MAX_ARENA_KIB: u64 = 1 << 20;
+pub(crate) const MAX_ARENA_KIB: u64 = 1 << 20;
 
 /// `--timeout`: positive, finite seconds up to [`MAX_TIMEOUT_S`].
 fn parse_timeout(s: &str) -> Result<f64, String> {
@@ -111,7 +228,7 @@ fn parse_arena_kib(s: &str) -> Result<u64, String> {
 
 impl ChipArgs {
     /// The runtime configuration these flags describe.
-    pub fn config(&self) -> Result<RuntimeConfig> {
+    pub(crate) fn config(&self) -> Result<RuntimeConfig> {
         let Some(arch) = ArchProfile::by_name(&self.arch) else {
             bail!(
                 "--arch {}: expected one of {:?}",
@@ -148,7 +265,7 @@ impl ChipArgs {
 
 /// `simpler run`.
 #[derive(Debug, Args)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// Workload name (see `simpler list`).
     pub workload: String,
     /// Case (default: the workload's first case).
@@ -170,7 +287,7 @@ pub struct RunArgs {
 
 /// What to dump and where (DESIGN §5, §6).
 #[derive(Debug, Clone, Args)]
-pub struct DumpArgs {
+pub(crate) struct DumpArgs {
     /// Dump task tensors: 1 = args marked with .dump(), 2 = all (the value
     /// when the flag is given bare), 3 = metadata for all + payload for
     /// marked, 0 = off.
@@ -215,7 +332,7 @@ pub struct DumpArgs {
 
 /// Benchmarks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum BenchName {
+pub(crate) enum BenchName {
     /// Per-task runtime overhead: flood of tiny tasks vs the same kernels in a loop.
     Dispatch,
     /// CaseBench and CaseLarge with `--dump-tensor 2` vs without, alternated.
@@ -244,24 +361,45 @@ pub enum BenchName {
 
 /// `simpler bench`.
 #[derive(Debug, Args)]
-pub struct BenchArgs {
+pub(crate) struct BenchArgs {
     /// Which benchmark.
     pub name: BenchName,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
-    /// Tasks in the flood (dispatch).
-    #[arg(long, default_value_t = 200_000)]
-    pub tasks: u32,
-    /// Batches of CaseLarge's graph, 256 tasks each (submits,
-    /// submit-instructions).
-    #[arg(long, default_value_t = 32, allow_hyphen_values = true, value_parser = clap::value_parser!(u32).range(1..=4096))]
-    pub batches: u32,
-    /// Repetitions (A/B benches alternate their two runs); the best of
-    /// each is reported, which filters out a noisy machine's slow runs.
-    #[arg(long, default_value_t = 5)]
-    pub reps: u32,
+    /// Tasks in the flood [dispatch and swimlane only; default 200000].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub tasks: Option<u32>,
+    /// Batches of CaseLarge's graph, 256 tasks each [submits and
+    /// submit-instructions only; default 32].
+    #[arg(long, allow_hyphen_values = true, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub batches: Option<u32>,
+    /// Repetitions [default 5; not dump-memory, submit-instructions].
+    /// dump-overhead and swimlane run plain and dumping (recording) back to
+    /// back and report the
+    /// median of the pairs' ratios (a shared machine's drift slows both
+    /// runs of a pair alike); large and submits report medians; dispatch,
+    /// replay and readers the best repetition.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub reps: Option<u32>,
     /// Chip shape.
     #[command(flatten)]
     pub chip: ChipArgs,
+}
+
+impl BenchArgs {
+    /// `--tasks` or its default.
+    pub(crate) fn tasks(&self) -> u32 {
+        self.tasks.unwrap_or(200_000)
+    }
+
+    /// `--batches` or its default.
+    pub(crate) fn batches(&self) -> u32 {
+        self.batches.unwrap_or(32)
+    }
+
+    /// `--reps` or its default.
+    pub(crate) fn reps(&self) -> u32 {
+        self.reps.unwrap_or(5)
+    }
 }

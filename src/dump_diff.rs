@@ -17,7 +17,8 @@ use clap::Args;
 use simpler_inspect::diff::{
     diff_paths_with, DiffOptions, Keep, MatchMode, DEFAULT_ATOL, DEFAULT_RTOL,
 };
-use simpler_inspect::progress::Progress;
+
+use crate::progress::Progress;
 
 /// `simpler dump diff`.
 #[derive(Debug, Clone, Args)]
@@ -81,9 +82,9 @@ pub fn diff_with(args: &DiffArgs, out: &mut dyn Write) -> Result<ExitCode> {
             passing: args.all,
         }
     };
-    // Nothing is printed before the end: a progress line on a terminal.
-    let mut progress = Progress::stderr("dump diff: reading", true);
-    let mut report = diff_paths_with(&args.a, &args.b, &options, keep, &mut progress)?;
+    // Nothing is printed before the end: a bar on a terminal.
+    let progress = Progress::bar("dump diff: reading", 0, "records");
+    let mut report = diff_paths_with(&args.a, &args.b, &options, keep, &mut progress.callback())?;
     progress.finish();
     if args.json {
         report.write_json(out)?;

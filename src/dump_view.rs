@@ -11,7 +11,7 @@
 //! filters match no record, and an error (exit 2 from `main`) when the dump
 //! cannot be found or read.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -22,13 +22,14 @@ use simpler_inspect::export::{
     parse_export_format, ExportFormat, ExportOutcome, Exporter, TxtOptions,
 };
 use simpler_inspect::locate::{find_newest_dump, resolve_manifest};
-use simpler_inspect::progress::Progress;
 use simpler_inspect::stream::{DumpInfo, RecordStream};
 use simpler_inspect::view::table::row;
 use simpler_inspect::view::{
     footer, parse_kind, parse_role_arg, parse_stage, parse_task, summary, Filter, Seen, Table,
 };
 use simpler_inspect::{RecordKind, Stage};
+
+use crate::progress::Progress;
 
 /// `simpler dump view`.
 #[derive(Debug, Clone, Default, Args)]
@@ -171,17 +172,15 @@ fn list(
     out: &mut dyn Write,
 ) -> Result<(Seen, usize)> {
     let limit = limit.unwrap_or(usize::MAX);
-    // On a terminal the table itself shows progress; redirected, a line
-    // on stderr does.
-    let mut progress = Progress::stderr("dump view: reading", !std::io::stdout().is_terminal());
     let total = info.header.total_tensors;
+    let progress = Progress::bar("dump view: reading", total, "records");
     let mut table = Table::default();
     let mut seen = Seen::default();
     let (mut selected, mut shown) = (0usize, 0usize);
     for r in stream.by_ref() {
         let r = r?;
         seen.add(filter, &r);
-        progress.update(seen.records, total);
+        progress.set(seen.records, None);
         if !filter.matches(&r) {
             continue;
         }
@@ -194,8 +193,10 @@ fn list(
         }
         shown += 1;
         if let Some(page) = table.push(row(&info.payload, &r)?) {
-            out.write_all(page.as_bytes())?;
-            out.flush()?;
+            progress.suspend(|| {
+                out.write_all(page.as_bytes())?;
+                out.flush()
+            })?;
         }
     }
     progress.finish();
@@ -226,10 +227,10 @@ fn export(
         .with_context(|| format!("exporting to {}", out_dir.display()))?;
     writeln!(out)?;
     let (mut written, mut total) = (0usize, 0usize);
-    let mut progress = Progress::stderr("dump view: exporting", !std::io::stdout().is_terminal());
+    let progress = Progress::bar("dump view: exporting", info.header.total_tensors, "records");
     for r in RecordStream::open_manifest(manifest)? {
         let r = r?;
-        progress.update(r.index as u64 + 1, info.header.total_tensors);
+        progress.set(r.index as u64 + 1, None);
         if !filter.matches(&r) {
             continue;
         }

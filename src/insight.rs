@@ -26,10 +26,11 @@ use simpler_runtime::{KernelDef, Runtime};
 use simpler_workloads::Workload;
 
 use crate::cli::{ChipArgs, DumpArgs};
+use crate::registry::Workloads;
 
 /// `simpler insight-trace`.
 #[derive(Debug, Clone, Args)]
-pub struct InsightArgs {
+pub(crate) struct InsightArgs {
     /// Workload name (see `simpler list`).
     pub workload: String,
     /// Case (default: the dump's case when it records one, the spec's with
@@ -100,7 +101,7 @@ pub struct InsightArgs {
 impl InsightArgs {
     /// The arguments of replaying the first dispatch of `func_id` from the
     /// run at `dump_dir` into workspace `output` (the `bench replay` run).
-    pub fn one_dispatch(
+    pub(crate) fn one_dispatch(
         workload: &str,
         case: &str,
         func_id: u32,
@@ -145,13 +146,13 @@ fn parse_subtask(s: &str) -> Result<Subtask, String> {
 /// Run the command; exit 0 when every output verified (bit-exact, or
 /// within the tolerance for a dump of the upstream runtime), 1 on a
 /// mismatch or when an output could not be verified.
-pub fn insight_trace(a: &InsightArgs) -> Result<ExitCode> {
+pub(crate) fn insight_trace(a: &InsightArgs, ws: &Workloads) -> Result<ExitCode> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let passed = if a.all {
-        run_all(a, &mut out)
+        run_all(a, ws, &mut out)
     } else {
-        run(a, &mut out).map(|o| o.report.overall_pass)
+        run(a, ws, &mut out).map(|o| o.report.overall_pass)
     };
     let passed = match passed.and_then(|p| {
         out.flush()?;
@@ -214,15 +215,15 @@ fn target(a: &InsightArgs) -> Result<(WorkspaceTarget, PathBuf)> {
 /// # Errors
 /// Unknown workload/case/func id/dispatch, unreadable dumps or spec, a
 /// failing kernel, unwritable workspace.
-pub fn run(a: &InsightArgs, out: &mut dyn Write) -> Result<ReplayOutcome> {
-    let w = simpler_workloads::find(&a.workload)?;
+pub(crate) fn run(a: &InsightArgs, ws: &Workloads, out: &mut dyn Write) -> Result<ReplayOutcome> {
+    let w = ws.find(&a.workload)?;
     let kernels = w.kernels();
     // Refuse bad --arch/--clusters/… before reading anything.
     a.chip.config()?;
     let (target, root) = target(a)?;
     let (mut spec, base, spec_file) = match &a.arg_spec {
         Some(path) => {
-            let spec = from_spec(a, w.as_ref(), path, out)?;
+            let spec = from_spec(a, w, path, out)?;
             let base = path
                 .parent()
                 .filter(|p| !p.as_os_str().is_empty())
@@ -230,7 +231,7 @@ pub fn run(a: &InsightArgs, out: &mut dyn Write) -> Result<ReplayOutcome> {
             (spec, base, path.display().to_string())
         }
         None => {
-            let spec = from_dump(a, w.as_ref(), &kernels, &root, out)?;
+            let spec = from_dump(a, w, &kernels, &root, out)?;
             (spec, PathBuf::from("."), "replay spec".to_string())
         }
     };
@@ -431,8 +432,8 @@ fn tolerance(a: &InsightArgs) -> Result<Tolerance> {
 }
 
 /// `--all`: every dispatch replayed and verified; true when all passed.
-fn run_all(a: &InsightArgs, out: &mut dyn Write) -> Result<bool> {
-    let w = simpler_workloads::find(&a.workload)?;
+fn run_all(a: &InsightArgs, ws: &Workloads, out: &mut dyn Write) -> Result<bool> {
+    let w = ws.find(&a.workload)?;
     let kernels = w.kernels();
     a.chip.config()?;
     if let Some(f) = a
@@ -445,18 +446,19 @@ fn run_all(a: &InsightArgs, out: &mut dyn Write) -> Result<bool> {
             kernel_list(&kernels)
         );
     }
-    let (src, case) = open_source(a, w.as_ref(), Path::new("outputs"), out)?;
+    let (src, case) = open_source(a, w, Path::new("outputs"), out)?;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let opts = AllOptions {
-        rebuild: rebuild_options(a, w.as_ref(), &case, &kernels),
+        rebuild: rebuild_options(a, w, &case, &kernels),
         func_id: a.func_id,
         selector: selector(a),
         tolerance: tolerance(a)?,
         threads,
     };
-    let mut progress = simpler_inspect::progress::Progress::stderr("dispatches replayed", true);
+    let progress =
+        crate::progress::Progress::bar("insight-trace --all: replaying", 0, "dispatches");
     let report = replay_all(&src, &opts, &mut |done, total| {
-        progress.update(done as u64, total as u64)
+        progress.set(done as u64, Some(total as u64))
     })?;
     progress.finish();
     writeln!(
@@ -493,7 +495,7 @@ fn run_case(
         .context("--dump-all configures a dump")?;
     let run_dir = dir.path().to_path_buf();
     let rt = Runtime::new(cfg.clone(), w.kernels())?;
-    let outcome = match w.run(case, a.seed, &rt) {
+    let outcome = match crate::run::run_with_progress(w, case, a.seed, &rt) {
         Ok(o) => o,
         Err(e) => {
             crate::dump_cfg::report_failed(&rt, dir);

@@ -4,10 +4,13 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-/// Print every workload with its cases and kernels.
-pub fn list() -> Result<ExitCode> {
-    for w in simpler_workloads::all() {
-        println!("{}  — {}", w.name(), w.about());
+use crate::registry::Workloads;
+
+/// Print every workload with its cases and kernels, the caller's first.
+pub(crate) fn list(ws: &Workloads) -> Result<ExitCode> {
+    for w in ws.all() {
+        let yours = if ws.is_user(w.name()) { " (yours)" } else { "" };
+        println!("{}{yours}  — {}", w.name(), w.about());
         let cases = w.cases();
         for (i, c) in cases.iter().enumerate() {
             let default = if i == 0 { " (default)" } else { "" };

@@ -62,7 +62,12 @@ pub(super) fn large(a: &BenchArgs) -> Result<Outcome> {
         ..plain.clone()
     };
     let (mut runs, mut dump_whole) = (Vec::new(), Vec::new());
-    for _ in 0..a.reps {
+    for rep in 0..a.reps() {
+        crate::progress::status(&format!(
+            "CaseLarge plain and dumping, rep {} of {}",
+            rep + 1,
+            a.reps()
+        ));
         runs.push(run_once(&case, &plain, 0)?);
         remove(&dir)?;
         let d = run_once(&case, &dumping, 0)?;

@@ -159,13 +159,14 @@ fn diff_once(exe: &Path, a: &Path, b: &Path) -> Result<(Duration, u64, Duration)
     Ok((took, u.rss, u.cpu))
 }
 
-/// Make the dumps, then time `dump view` and `dump diff` `a.reps` times.
+/// Make the dumps, then time `dump view` and `dump diff` `a.reps()` times.
 ///
 /// # Errors
 /// A run, a child process or the temporary folder failed.
 pub fn measure(a: &BenchArgs) -> Result<ReadersFigures> {
     let tmp = tempfile::tempdir().context("temporary folder for the dumps")?;
     let exe = std::env::current_exe().context("path of the simpler binary")?;
+    crate::progress::status("writing two CaseLarge dumps");
     let [da, db] = make_dumps(a, &exe, tmp.path())?;
     let manifest = simpler_inspect::locate::resolve_manifest(&da)?;
     let header = simpler_inspect::stream::RecordStream::open_manifest(&manifest)?;
@@ -180,7 +181,12 @@ pub fn measure(a: &BenchArgs) -> Result<ReadersFigures> {
         records: header.info().header.total_tensors,
     };
     drop(header);
-    for _ in 0..a.reps {
+    for rep in 0..a.reps() {
+        crate::progress::status(&format!(
+            "dump view and dump diff, rep {} of {}",
+            rep + 1,
+            a.reps()
+        ));
         let (first, full, rss) = view_once(&exe, &da)?;
         f.first_page = f.first_page.min(first);
         f.full_view = f.full_view.min(full);

@@ -53,10 +53,11 @@ fn noop_kernels() -> Vec<KernelDef> {
 /// `--reps` times on fresh runtimes.
 pub(super) fn submits(a: &BenchArgs) -> Result<Outcome> {
     let cfg = a.chip.config()?;
-    let case = large_shape(a.batches)?;
+    let case = large_shape(a.batches())?;
     let inputs = Inputs::generate(&case, 0);
     let mut runs = Vec::new();
-    for _ in 0..a.reps {
+    for rep in 0..a.reps() {
+        crate::progress::status(&format!("rep {} of {}", rep + 1, a.reps()));
         let rt = Runtime::new(cfg.clone(), noop_kernels())?;
         let (args, _out) = inputs.upload(&case, &rt)?;
         runs.push(rt.run(&args, paged_attention::orchestrate)?);
@@ -64,7 +65,7 @@ pub(super) fn submits(a: &BenchArgs) -> Result<Outcome> {
     let tasks = case.kernel_tasks() as f64;
     let edges = runs.iter().map(|r| r.edges).max().unwrap_or(0) as f64;
     let mut config = chip_config(a)?;
-    config.insert("batches".into(), json!(a.batches));
+    config.insert("batches".into(), json!(a.batches()));
     config.insert("kernels".into(), json!("no-op"));
     Ok(Outcome {
         name: "submits",
@@ -98,7 +99,7 @@ pub(super) fn submits(a: &BenchArgs) -> Result<Outcome> {
 pub(super) fn submit_instructions(a: &BenchArgs) -> Result<Outcome> {
     let mut config = chip_config(a)?;
     config.remove("reps"); // each callgrind run is one rep
-    config.insert("batches".into(), json!(a.batches));
+    config.insert("batches".into(), json!(a.batches()));
     if Command::new("valgrind").arg("--version").output().is_err() {
         let why = "valgrind not found on PATH (install valgrind to count instructions)";
         eprintln!("bench submit-instructions skipped: {why}");
@@ -157,7 +158,7 @@ fn callgrind(a: &BenchArgs, symbol: &str, out: &Path) -> Result<(u64, Value)> {
         .arg(format!("--callgrind-out-file={}", out.display()))
         .arg(&exe)
         .args(["bench", "submits", "--json", "--reps", "1"])
-        .args(["--batches", &a.batches.to_string()])
+        .args(["--batches", &a.batches().to_string()])
         .args([
             "--arch",
             &a.chip.arch,

@@ -52,8 +52,8 @@ pub fn swimlane(a: &BenchArgs) -> Result<Outcome> {
         ("wall_ratio", flood.max(large), "x (worst median, level 4)"),
     );
     let mut config = chip_config(a)?;
-    config.insert("tasks".into(), a.tasks.into());
-    config.insert("reps".into(), a.reps.into());
+    config.insert("tasks".into(), a.tasks().into());
+    config.insert("reps".into(), a.reps().into());
     Ok(Outcome {
         name: "swimlane",
         results,
@@ -86,7 +86,7 @@ fn recording_cost(
     };
     let plain = Runtime::new(base.clone(), kernels.clone())?;
     let rec = Runtime::new(level4(base, None), kernels)?;
-    let n = a.tasks;
+    let n = a.tasks();
     let run = |rt: &Runtime| -> Result<f64> {
         let r = match graph {
             "flood" => flood::run_n(n, 0, rt)?.report,
@@ -94,7 +94,7 @@ fn recording_cost(
         };
         Ok(r.wall.as_secs_f64())
     };
-    let (r, p, s) = pairs(a.reps, &plain, &rec, &run)?;
+    let (r, p, s) = pairs(a.reps(), &plain, &rec, &run)?;
     let key = |k: &str| super::leak(format!("{graph}_{k}"));
     out.extend([
         (key("wall_ratio"), r, "x (median of pairs)"),
@@ -118,7 +118,7 @@ fn predict_cost(a: &BenchArgs, base: &RuntimeConfig) -> Result<f64> {
         clock_hz: u64::from(base.arch.clock_mhz) * 1_000_000,
     };
     let mut v = Vec::new();
-    for _ in 0..a.reps {
+    for _ in 0..a.reps() {
         let p = w.run("CaseLarge", 0, &plain)?.report.wall.as_secs_f64();
         let t = Instant::now();
         w.run("CaseLarge", 0, &pred)?;

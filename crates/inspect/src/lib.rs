@@ -33,7 +33,6 @@ pub mod locate;
 pub mod open;
 mod parse;
 pub mod payload;
-pub mod progress;
 pub mod record;
 mod scan;
 pub mod stream;

@@ -1,6 +1,6 @@
 //! Stopping a run from outside: a signal handler, a watchdog, a test.
 
-use std::sync::{Arc, Weak};
+use std::sync::{atomic::Ordering, Arc, Weak};
 
 use parking_lot::Mutex;
 
@@ -73,6 +73,15 @@ impl CancelToken {
     /// True once [`CancelToken::cancel`] was called.
     pub fn is_cancelled(&self) -> bool {
         self.inner.reason.lock().is_some()
+    }
+
+    /// Tasks of the run in progress, `(completed, submitted so far)`, or
+    /// `None` between runs: what a progress display polls (the token is
+    /// the one handle on a run that other threads hold).
+    pub fn run_progress(&self) -> Option<(u64, u64)> {
+        let run = self.inner.run.lock().as_ref().and_then(Weak::upgrade)?;
+        let done = run.counters.completed.load(Ordering::Relaxed);
+        Some((done, done + run.outstanding.load(Ordering::Relaxed)))
     }
 
     /// Route cancellation to the run `shared` (stopping it at once when

@@ -13,6 +13,8 @@ pub struct GoldenCheck {
     pub tolerance: f64,
     /// Elements compared.
     pub compared: u64,
+    /// Elements outside the tolerance (all of them when the lengths differ).
+    pub failed: u64,
     /// Where the worst element is, for the message (`out[3, 7]`).
     pub detail: String,
 }
@@ -25,14 +27,17 @@ impl GoldenCheck {
         let mut max_rel = 0.0f64;
         let mut worst = 0usize;
         let mut passed = out.len() == reference.len();
+        let mut failed = 0u64;
         for (i, (&o, &r)) in out.iter().zip(reference).enumerate() {
             let abs = (o - r).abs();
             let abs = if abs.is_nan() { f64::INFINITY } else { abs };
             // Relative to |ref|, floored at the tolerance: near zero only the
             // absolute error means anything.
             let rel = abs / r.abs().max(tol);
-            if abs > tol + tol * r.abs() {
+            // Negated so that a NaN error fails.
+            if !(abs <= tol + tol * r.abs()) {
                 passed = false;
+                failed += 1;
             }
             if abs > max_abs {
                 max_abs = abs;
@@ -46,6 +51,11 @@ impl GoldenCheck {
             max_rel_err: max_rel,
             tolerance: tol,
             compared: out.len() as u64,
+            failed: if out.len() == reference.len() {
+                failed
+            } else {
+                out.len() as u64
+            },
             detail: if out.len() == reference.len() {
                 format!("{name}: worst element at flat index {worst}")
             } else {
@@ -76,6 +86,7 @@ impl GoldenCheck {
             max_rel_err: checks.iter().map(|c| c.max_rel_err).fold(0.0, f64::max),
             tolerance: checks.iter().map(|c| c.tolerance).fold(0.0, f64::max),
             compared: checks.iter().map(|c| c.compared).sum(),
+            failed: checks.iter().map(|c| c.failed).sum(),
             detail: sorted
                 .iter()
                 .map(|c| {
@@ -100,12 +111,14 @@ mod tests {
     fn compare_flags_the_worst_element() {
         let g = GoldenCheck::compare("x", &[1.0, 2.0, 3.5], &[1.0, 2.0, 3.0], 1e-3);
         assert!(!g.passed);
+        assert_eq!((g.failed, g.compared), (1, 3));
         assert_eq!(g.max_abs_err, 0.5);
         assert!(g.detail.contains("index 2"));
         let g = GoldenCheck::compare("x", &[1.0, 2.0005], &[1.0, 2.0], 1e-3);
         assert!(g.passed);
         let g = GoldenCheck::compare("x", &[f64::NAN], &[1.0], 1e-3);
         assert!(!g.passed, "NaN never passes");
+        assert_eq!(g.failed, 1);
     }
 
     #[test]

@@ -13,7 +13,6 @@ use super::report::{DiffReport, Keep};
 use super::{DiffError, DiffOptions, MatchMode, Unpaired};
 use crate::dump::Dump;
 use crate::payload::Payload;
-use crate::progress::Progress;
 use crate::record::Record;
 use crate::stream::{DumpInfo, RecordStream};
 
@@ -183,14 +182,14 @@ fn merge(
     b: impl Iterator<Item = Result<Record, Error>>,
     pb: &Payload,
     o: &DiffOptions,
-    (report, progress): (&mut DiffReport, &mut Progress),
+    (report, progress): (&mut DiffReport, &mut dyn FnMut(u64, u64)),
 ) -> Result<(), Stop> {
     let mut ga = Groups::new(a, o.match_mode, "A");
     let mut gb = Groups::new(b, o.match_mode, "B");
     let (mut x, mut y) = (ga.next()?, gb.next()?);
     let total = report.expected_records;
     loop {
-        progress.update(ga.records + gb.records, total);
+        progress(ga.records + gb.records, total);
         match (&x, &y) {
             (None, None) => break,
             (Some((ka, ra)), Some((kb, rb))) if ka == kb => {
@@ -219,7 +218,6 @@ fn merge(
         }
     }
     report.records = (ga.records, gb.records);
-    progress.finish();
     Ok(())
 }
 
@@ -269,7 +267,7 @@ fn merge_in_memory(
     let (va, vb) = (sorted(a), sorted(b));
     let it = |v: Vec<Record>| v.into_iter().map(Ok);
     let (pa, pb) = (&a.info().payload, &b.info().payload);
-    merge(it(va), pa, it(vb), pb, o, (report, &mut Progress::off())).map_err(DiffFailure::from)
+    merge(it(va), pa, it(vb), pb, o, (report, &mut |_, _| {})).map_err(DiffFailure::from)
 }
 
 /// Compare the dumps at two paths, streaming both: memory holds one key
@@ -285,10 +283,11 @@ pub fn diff_paths(
     options: &DiffOptions,
     keep: Keep,
 ) -> Result<DiffReport, DiffFailure> {
-    diff_paths_with(a, b, options, keep, &mut Progress::off())
+    diff_paths_with(a, b, options, keep, &mut |_, _| {})
 }
 
-/// [`diff_paths`] showing `progress` while the records are read.
+/// [`diff_paths`], calling `progress(records read, records announced by
+/// both headers)` as the records are read (the CLI draws a bar with it).
 ///
 /// # Errors
 /// As for [`diff_paths`].
@@ -297,7 +296,7 @@ pub fn diff_paths_with(
     b: &Path,
     options: &DiffOptions,
     keep: Keep,
-    progress: &mut Progress,
+    progress: &mut dyn FnMut(u64, u64),
 ) -> Result<DiffReport, DiffFailure> {
     options.validate()?;
     let open = |p: &Path| -> Result<RecordStream, Error> {
