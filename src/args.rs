@@ -14,10 +14,11 @@ use clap::error::ErrorKind;
 /// here a next word that reads as a number is joined to the flag
 /// (`--dump-tensor 3` → `--dump-tensor=3`), and any other word is left
 /// for what follows.
-pub(crate) fn join_optional_values(cmd: &clap::Command, argv: Vec<OsString>) -> Vec<OsString> {
+pub(crate) fn join_optional_values(cmd: &clap::Command, argv: Vec<OsString>) -> Joined {
     let mut optional = Vec::new();
     collect_optional(cmd, &mut optional);
     let mut out = Vec::with_capacity(argv.len());
+    let mut left = Vec::new();
     let mut it = argv.into_iter().peekable();
     while let Some(a) = it.next() {
         if a == "--" {
@@ -34,10 +35,32 @@ pub(crate) fn join_optional_values(cmd: &clap::Command, argv: Vec<OsString>) -> 
                 joined.push(value);
                 out.push(joined);
             }
-            None => out.push(a),
+            None => {
+                if let (Some(long), Some(next)) = (flag, it.peek().and_then(|n| n.to_str())) {
+                    left.push((long.clone(), next.to_string()));
+                }
+                out.push(a);
+            }
         }
     }
-    out
+    Joined { argv: out, left }
+}
+
+/// The command line after [`join_optional_values`].
+pub(crate) struct Joined {
+    /// What clap parses.
+    pub argv: Vec<OsString>,
+    /// `(flag, word)`: a word after an optional-value flag that was not
+    /// taken as its value, to explain an error about that word.
+    pub left: Vec<(String, String)>,
+}
+
+/// When clap refused a word that followed an optional-value flag, say
+/// why it was not that flag's value.
+pub(crate) fn left_word_hint(e: &clap::Error, left: &[(String, String)]) -> Option<String> {
+    let word = e.get(clap::error::ContextKind::InvalidArg)?.to_string();
+    let (flag, _) = left.iter().find(|(_, w)| *w == word)?;
+    Some(format!("{flag} takes its value as a number ('{flag} 2' or '{flag}=2'), so '{word}' is not its value"))
 }
 
 /// True for a flag whose value may be left out.
@@ -68,7 +91,7 @@ fn looks_numeric(s: &OsString) -> bool {
 /// 2 for the help shown when a subcommand is missing), an error as one
 /// line — its message, a "did you mean" tip if clap has one, and where to
 /// find help — exit 2.
-pub(crate) fn report(e: &clap::Error, help: &str) -> ExitCode {
+pub(crate) fn report(e: &clap::Error, help: &str, hint: Option<String>) -> ExitCode {
     match e.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
             let _ = e.print();
@@ -79,7 +102,11 @@ pub(crate) fn report(e: &clap::Error, help: &str) -> ExitCode {
             ExitCode::from(2)
         }
         _ => {
-            eprintln!("{}", one_line(e, help));
+            let line = one_line(e, help);
+            match hint {
+                Some(h) => eprintln!("{line} ({h})"),
+                None => eprintln!("{line}"),
+            }
             ExitCode::from(2)
         }
     }

@@ -61,14 +61,34 @@ pub(crate) fn bench(a: &BenchArgs, ws: &Workloads) -> Result<ExitCode> {
             json!({"bench": out.name, "results": results, "config": out.config})
         );
     } else {
-        println!("bench {}  ({})", out.name, out.target);
-        for (k, v, unit) in &out.results {
-            println!("  {k:<22} {v:>14.3} {unit}");
-        }
-        let cfg: Vec<String> = out.config.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        println!("  config: {}", cfg.join(" "));
+        print!("{}", table(&out));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The human-readable table: one row per metric, names, values and units
+/// each in a column as wide as its widest entry.
+fn table(out: &Outcome) -> String {
+    let values: Vec<String> = out
+        .results
+        .iter()
+        .map(|(_, v, _)| format!("{v:.3}"))
+        .collect();
+    let kw = out
+        .results
+        .iter()
+        .map(|(k, _, _)| k.chars().count())
+        .max()
+        .unwrap_or(0);
+    let vw = values.iter().map(String::len).max().unwrap_or(0);
+    let mut s = format!("bench {}  ({})\n", out.name, out.target);
+    for ((k, _, unit), v) in out.results.iter().zip(&values) {
+        s.push_str(format!("  {k:<kw$}  {v:>vw$}  {unit}").trim_end());
+        s.push('\n');
+    }
+    let cfg: Vec<String> = out.config.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    s.push_str(&format!("  config: {}\n", cfg.join(" ")));
+    s
 }
 
 /// Refuse a flag the bench does not use: silently ignoring it would
@@ -560,7 +580,34 @@ fn readers(a: &BenchArgs) -> Result<Outcome> {
 
 #[cfg(test)]
 mod tests {
-    use super::median;
+    use super::{median, table, Outcome};
+
+    /// Issue 15: misaligned bench columns (a metric name longer than
+    /// the fixed 22 columns pushed its value out of line).
+    #[test]
+    fn the_table_aligns_names_values_and_units() {
+        let out = Outcome {
+            name: "x",
+            results: vec![
+                ("wall_ratio", 1.25, "x (worst case)"),
+                ("case_large_best_of_ratio_long_name", 12345.5, "x"),
+                ("n", 0.0, ""),
+            ],
+            config: serde_json::Map::new(),
+            target: "t".into(),
+        };
+        let text = table(&out);
+        let rows: Vec<&str> = text.lines().skip(1).take(3).collect();
+        // Every value ends in the same column; every unit starts in one.
+        let ends: Vec<usize> = rows.iter().map(|r| r.find(".").unwrap() + 4).collect();
+        assert!(ends.iter().all(|&e| e == ends[0]), "{text}");
+        assert_eq!(rows[0].find("x (worst").unwrap(), ends[0] + 2, "{text}");
+        assert_eq!(
+            rows[2],
+            format!("  n{}0.000", " ".repeat(ends[0] - 3 - 5)),
+            "{text}"
+        );
+    }
 
     #[test]
     fn median_of_odd_even_and_empty() {

@@ -74,13 +74,14 @@ pub fn command() -> clap::Command {
 /// command line gets one line on stderr (exit 2).
 fn parse(argv: impl IntoIterator<Item = OsString>) -> Result<Cli, ExitCode> {
     let mut cmd = command();
-    let argv = crate::args::join_optional_values(&cmd, argv.into_iter().collect());
-    let help = crate::args::command_path(&cmd, &argv);
-    let matches = match cmd.try_get_matches_from_mut(argv) {
-        Ok(m) => m,
-        Err(e) => return Err(crate::args::report(&e, &help)),
+    let joined = crate::args::join_optional_values(&cmd, argv.into_iter().collect());
+    let help = crate::args::command_path(&cmd, &joined.argv);
+    let report = |e: clap::Error| {
+        let hint = crate::args::left_word_hint(&e, &joined.left);
+        crate::args::report(&e, &help, hint)
     };
-    Cli::from_arg_matches(&matches).map_err(|e| crate::args::report(&e, &help))
+    let matches = cmd.try_get_matches_from_mut(&joined.argv).map_err(report)?;
+    Cli::from_arg_matches(&matches).map_err(report)
 }
 
 /// True when a write to a closed pipe is somewhere in the error chain.

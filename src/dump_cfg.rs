@@ -207,9 +207,9 @@ fn report_tensors(d: &DumpSummary, json: &Path) {
         String::new()
     };
     println!(
-        "tensor dump: {} records, {:.1} MiB payload -> {}{lost}",
+        "tensor dump: {} records, {} payload -> {}{lost}",
         d.records,
-        d.bin_bytes as f64 / (1 << 20) as f64,
+        human_bytes(d.bin_bytes),
         json.display()
     );
 }
@@ -237,10 +237,10 @@ pub fn report_failed(rt: &Runtime, dir: RunDir) {
             n => format!(" — LOST: {n} records dropped (their payload is not in the file)"),
         };
         eprintln!(
-            "tensor dump (status {status}) with everything collected before the run stopped: {} records ({} hang snapshots), {:.1} MiB payload -> {}{lost}",
+            "tensor dump (status {status}) with everything collected before the run stopped: {} records ({} hang snapshots), {} payload -> {}{lost}",
             d.records,
             d.hang_snapshots,
-            d.bin_bytes as f64 / (1 << 20) as f64,
+            human_bytes(d.bin_bytes),
             json.display()
         );
         let u = &d.unfinished;
@@ -265,4 +265,37 @@ pub fn report_failed(rt: &Runtime, dir: RunDir) {
         );
     }
     dir.settle();
+}
+
+/// A byte count as people read it: `512 bytes`, `32.0 KiB`, `1.2 MiB`,
+/// `3.4 GiB` (never "0.0 MiB" for a payload that exists).
+pub(crate) fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if n < 1024 {
+        return format!("{n} bytes");
+    }
+    let mut v = n as f64 / 1024.0;
+    let mut unit = 0;
+    while v >= 1023.95 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    format!("{v:.1} {}", UNITS[unit])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human_bytes;
+
+    /// Issue 15: "0.0 MiB payload" for 32 KB.
+    #[test]
+    fn sizes_read_in_their_own_unit() {
+        assert_eq!(human_bytes(0), "0 bytes");
+        assert_eq!(human_bytes(1023), "1023 bytes");
+        assert_eq!(human_bytes(32 << 10), "32.0 KiB");
+        assert_eq!(human_bytes((1 << 20) - 1), "1.0 MiB");
+        assert_eq!(human_bytes(1_500_000), "1.4 MiB");
+        assert_eq!(human_bytes(5 << 30), "5.0 GiB");
+        assert_eq!(human_bytes(u64::MAX), "16777216.0 TiB");
+    }
 }

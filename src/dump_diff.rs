@@ -44,9 +44,30 @@ pub struct DiffArgs {
     /// Print one JSON object (summary and every pair) instead of tables.
     #[arg(long)]
     pub json: bool,
-    /// Rows per table (0: all).
-    #[arg(long, default_value_t = 50, value_name = "N")]
+    /// Rows per table: a number (0 lists none: the summary only) or
+    /// `all`.
+    #[arg(long, default_value = "50", value_name = "N|all", value_parser = crate::dump_view::parse_limit)]
     pub limit: usize,
+}
+
+/// The workload and case the run at `path` recorded (in its
+/// orchestration args dump), when it did.
+fn recorded(path: &std::path::Path) -> Option<(String, String)> {
+    let args = simpler_inspect::locate::run_files(path).ok()?.orch_args?;
+    let f = simpler_inspect::args::ArgsFile::open(args).ok()?;
+    Some((f.doc.workload, f.doc.case))
+}
+
+/// A warning when A and B record different workloads or cases: their
+/// pairs then compare unrelated tensors.
+fn recorded_runs_differ(a: &std::path::Path, b: &std::path::Path) -> Option<String> {
+    let (ra, rb) = (recorded(a)?, recorded(b)?);
+    (ra != rb).then(|| {
+        format!(
+            "A is a run of {} {}, B of {} {}: its pairs compare different workloads' tensors",
+            ra.0, ra.1, rb.0, rb.1
+        )
+    })
 }
 
 fn parse_match(s: &str) -> Result<MatchMode, String> {
@@ -74,11 +95,7 @@ pub fn diff_with(args: &DiffArgs, out: &mut dyn Write) -> Result<ExitCode> {
         Keep::Spill
     } else {
         Keep::Limit {
-            rows: if args.limit == 0 {
-                usize::MAX
-            } else {
-                args.limit
-            },
+            rows: args.limit,
             passing: args.all,
         }
     };
@@ -86,6 +103,9 @@ pub fn diff_with(args: &DiffArgs, out: &mut dyn Write) -> Result<ExitCode> {
     let progress = Progress::bar("dump diff: reading", 0, "records");
     let mut report = diff_paths_with(&args.a, &args.b, &options, keep, &mut progress.callback())?;
     progress.finish();
+    if let Some(note) = recorded_runs_differ(&args.a, &args.b) {
+        report.notes.insert(0, note);
+    }
     if args.json {
         report.write_json(out)?;
     } else {

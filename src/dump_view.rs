@@ -15,9 +15,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::Args;
 use simpler_core::{ArgRole, TaskId};
+use simpler_format::files::KERNEL_ARGS_FILE;
 use simpler_inspect::export::{
     parse_export_format, ExportFormat, ExportOutcome, Exporter, TxtOptions,
 };
@@ -60,14 +61,16 @@ pub struct ViewArgs {
     /// Also write one file per selected record: txt or npy.
     #[arg(long, value_parser = parse_export_format)]
     pub export: Option<ExportFormat>,
-    /// Where to write exported files [default: <dump dir>/export/].
-    #[arg(long, requires = "export")]
+    /// Where --export writes its files [default: beside the dump folder,
+    /// <dump folder>_export/, e.g. run_a/tensor_dump_export/].
+    #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Text export: write every value (no elision of large tensors).
+    /// With --export txt: write every value (no elision of large tensors).
     #[arg(long)]
     pub full: bool,
-    /// List at most this many records (all are still exported).
-    #[arg(long)]
+    /// List at most this many records, or `all` [default: all]; 0 lists
+    /// none (the summary only). All are still exported.
+    #[arg(long, value_name = "N|all", value_parser = parse_limit)]
     pub limit: Option<usize>,
     /// List the dispatches of `kernel_args_dump.json` instead of tensor
     /// records (filters: --func, --task, --core).
@@ -108,11 +111,23 @@ pub fn view(args: &ViewArgs) -> Result<ExitCode> {
 
 /// [`view`] with an explicit base directory (for the default dump) and output.
 pub fn view_with(args: &ViewArgs, base: &Path, out: &mut dyn Write) -> Result<ExitCode> {
-    if args.dispatches || args.dispatch.is_some() {
+    check_flags(args)?;
+    let named = args.dir.as_deref();
+    let kernel_args = named.is_some_and(|d| d.file_name().is_some_and(|n| n == KERNEL_ARGS_FILE));
+    if args.dispatches || args.dispatch.is_some() || kernel_args {
         return crate::dispatch_view::view(args, base, out);
     }
     if args.core.is_some() {
-        anyhow::bail!("--core filters dispatches: use it with --dispatches");
+        bail!("--core filters dispatches: use it with --dispatches");
+    }
+    if let Some(f) = named.map(crate::args_view::open).transpose()?.flatten() {
+        if !args.filter().is_empty() || args.export.is_some() {
+            bail!(
+                "{}: an orchestration args dump is one short table; the record filters and --export apply to tensor dumps",
+                f.path.display()
+            );
+        }
+        return crate::args_view::view(&f, out);
     }
     let dir = match &args.dir {
         Some(d) => d.clone(),
@@ -125,6 +140,18 @@ pub fn view_with(args: &ViewArgs, base: &Path, out: &mut dyn Write) -> Result<Ex
     let manifest = resolve_manifest(&dir)?;
     let mut stream = RecordStream::open_manifest(&manifest)?;
     let info = stream.info().clone();
+    // Where exports go is checked before anything is listed: a failing
+    // --export fails at once, not after the whole listing.
+    let exporter = match args.export {
+        Some(format) => {
+            let dir = args
+                .out
+                .clone()
+                .unwrap_or_else(|| default_export_dir(&info.dir));
+            Some(Exporter::new(&dir, format, TxtOptions { full: args.full })?)
+        }
+        None => None,
+    };
     write!(out, "{}", summary(&info))?;
     out.flush()?;
     let filter = args.filter();
@@ -155,11 +182,35 @@ pub fn view_with(args: &ViewArgs, base: &Path, out: &mut dyn Write) -> Result<Ex
         )?;
     }
     write!(out, "{}", footer(&counts))?;
-    if let Some(format) = args.export {
+    if let Some(exporter) = exporter {
         drop(stream);
-        export(args, &manifest, &info, &filter, format, out)?;
+        export(exporter, &manifest, &info, &filter, out)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--limit`: a whole number, or `all`.
+pub(crate) fn parse_limit(s: &str) -> Result<usize, String> {
+    match s.trim() {
+        "all" => Ok(usize::MAX),
+        n => n
+            .parse()
+            .map_err(|_| "expected a whole number of rows (0 lists none) or all".to_string()),
+    }
+}
+
+/// Refuse flags that would be silently ignored.
+fn check_flags(a: &ViewArgs) -> Result<()> {
+    if let (Some(o), None) = (&a.out, a.export) {
+        bail!(
+            "--out {}: names where --export writes; add --export txt or --export npy",
+            o.display()
+        );
+    }
+    if a.full && a.export != Some(ExportFormat::Txt) {
+        bail!("--full applies to --export txt (every value instead of an elided view)");
+    }
+    Ok(())
 }
 
 /// Print the table a page at a time; returns what was seen and how many
@@ -213,18 +264,24 @@ fn list(
     Ok((seen, selected))
 }
 
+/// Default `--out`: `<dump folder>_export/` beside the dump folder, never
+/// inside it (the upstream tools' validator refuses extra files there).
+fn default_export_dir(dump_dir: &Path) -> PathBuf {
+    let name = dump_dir
+        .file_name()
+        .map_or_else(|| "dump".into(), |n| n.to_string_lossy().into_owned());
+    dump_dir.with_file_name(format!("{name}_export"))
+}
+
 /// A second pass: one file per selected record, reported as written.
 fn export(
-    args: &ViewArgs,
+    mut exporter: Exporter,
     manifest: &Path,
     info: &DumpInfo,
     filter: &Filter,
-    format: ExportFormat,
     out: &mut dyn Write,
 ) -> Result<()> {
-    let out_dir = args.out.clone().unwrap_or_else(|| info.dir.join("export"));
-    let mut exporter = Exporter::new(&out_dir, format, TxtOptions { full: args.full })
-        .with_context(|| format!("exporting to {}", out_dir.display()))?;
+    let (out_dir, format) = (exporter.out_dir().to_path_buf(), exporter.format());
     writeln!(out)?;
     let (mut written, mut total) = (0usize, 0usize);
     let progress = Progress::bar("dump view: exporting", info.header.total_tensors, "records");
@@ -235,9 +292,7 @@ fn export(
             continue;
         }
         total += 1;
-        let outcome = exporter
-            .export(info, &r)
-            .with_context(|| format!("exporting to {}", out_dir.display()))?;
+        let outcome = exporter.export(info, &r)?;
         match outcome {
             ExportOutcome::Written { path, note } => {
                 written += 1;

@@ -186,27 +186,23 @@ fn kernel_list(kernels: &[KernelDef]) -> String {
         .join(", ")
 }
 
-/// Where the workspace goes: `--output`, or a fresh folder under
-/// `outputs/`; and the root a case run here writes its run directory in.
+/// Where the workspace goes: `--output` (a new directory), or a fresh
+/// folder under `outputs/`. A case run here always writes its run
+/// directory under `outputs/`, as `simpler run` does, whatever `--output`
+/// says (that names the replay workspace only).
 fn target(a: &InsightArgs) -> Result<(WorkspaceTarget, PathBuf)> {
+    let root = PathBuf::from("outputs");
     match &a.output {
-        Some(dir) => {
-            if dir.exists() {
-                bail!(
-                    "--output {}: the directory already exists and is never overwritten; choose a new one",
-                    dir.display()
-                );
-            }
-            let root = dir
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-            Ok((WorkspaceTarget::At(dir.clone()), root))
-        }
-        None => Ok((
-            WorkspaceTarget::Fresh(PathBuf::from("outputs")),
-            PathBuf::from("outputs"),
-        )),
+        Some(dir) if dir.is_dir() => bail!(
+            "--output {}: the directory already exists and is never overwritten; choose a new one",
+            dir.display()
+        ),
+        Some(dir) if dir.exists() => bail!(
+            "--output {}: a file of that name exists; expected the path of a new directory",
+            dir.display()
+        ),
+        Some(dir) => Ok((WorkspaceTarget::At(dir.clone()), root)),
+        None => Ok((WorkspaceTarget::Fresh(root.clone()), root)),
     }
 }
 

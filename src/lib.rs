@@ -31,6 +31,7 @@
 pub mod cli;
 
 mod args;
+mod args_view;
 mod bench;
 mod dispatch_view;
 mod dump_cfg;

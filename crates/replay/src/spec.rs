@@ -593,7 +593,25 @@ pub fn parse_bits(dtype: DType, text: &str, slot: bool) -> Result<u64, String> {
             }
         }
     };
-    number_bits(dtype, n)
+    let bits = number_bits(dtype, n)?;
+    // A finite number too large for the dtype must not turn into an
+    // infinity silently (an integer too large is refused too).
+    let finite_text = match n {
+        Number::Int(_) => true,
+        Number::F32(_) | Number::Float(_) => t.parse::<f64>().is_ok_and(f64::is_finite),
+    };
+    let became_inf = match simpler_format::scalar::encode(dtype, bits) {
+        ScalarValue::F32(f) => f.is_infinite(),
+        ScalarValue::F64(f) => f.is_infinite(),
+        _ => false,
+    };
+    if finite_text && became_inf {
+        return Err(format!(
+            "{t} is outside the range of {} (it would become an infinity; write inf for one)",
+            dtype.name()
+        ));
+    }
+    Ok(bits)
 }
 
 fn not_a_number(dtype: DType, t: &str) -> String {
@@ -621,6 +639,28 @@ pub fn value_text(v: ScalarValue) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 15: `--set-arg 4=1e50` on a FLOAT32 slot became inf silently
+    /// while an INT32 overflow was refused.
+    #[test]
+    fn a_finite_value_out_of_a_float_range_is_refused() {
+        for (dtype, text) in [
+            (DType::Float32, "1e50"),
+            (DType::Float32, "-3.5e38"),
+            (DType::Float16, "70000"),
+            (DType::Bfloat16, "1e39"),
+        ] {
+            let e = parse_bits(dtype, text, true).unwrap_err();
+            assert!(e.contains("outside the range of"), "{dtype:?} {text}: {e}");
+        }
+        assert_eq!(parse_bits(DType::Float32, "inf", true), Ok(0x7f80_0000));
+        assert_eq!(
+            parse_bits(DType::Float32, "3.4028235e38", true),
+            Ok(0x7f7f_ffff)
+        );
+        assert_eq!(parse_bits(DType::Float16, "65504", true), Ok(0x7bff));
+        assert!(parse_bits(DType::Int32, "3000000000", true).is_err());
+    }
 
     #[test]
     fn values_encode_by_dtype() {

@@ -1,10 +1,12 @@
-//! Bundled workloads: kernels, orchestrations, seeded cases and goldens.
+//! Workloads: kernels, orchestrations, seeded cases and goldens — the
+//! bundled ones, and the [`Workload`] trait your own implement.
 //!
 //! Each [`Workload`] registers its kernels ([`Workload::kernels`]), builds a
-//! case's inputs from a seed, runs its orchestration on a
+//! case's inputs from a seed ([`inputs`]), runs its orchestration on a
 //! [`simpler_runtime::Runtime`] and checks the result against a plain
-//! reference ([`GoldenCheck`]). The CLI's `simpler run` and `simpler list`
-//! are thin wrappers around [`all`] and [`find`].
+//! reference ([`GoldenCheck`]). `simpler::cli::main` runs every command of
+//! the `simpler` binary over [`all`] plus the workloads a user crate
+//! passes it.
 #![deny(missing_docs)]
 
 use simpler_runtime::{KernelDef, RunReport, Runtime, RuntimeError};
@@ -13,6 +15,7 @@ use thiserror::Error;
 mod common;
 pub mod flood;
 pub mod golden;
+pub mod inputs;
 pub mod mixed_example;
 pub mod paged_attention;
 pub mod stall;
@@ -65,13 +68,79 @@ pub enum WorkloadError {
     Runtime(#[from] RuntimeError),
 }
 
-/// A bundled workload.
+/// A workload: named kernels, seeded cases, an orchestration and a golden.
+///
+/// The bundled workloads implement it, and so can yours, with the public
+/// API only; `simpler::cli::main(vec![Box::new(Yours)])` then gives it
+/// every command of the `simpler` binary (`run` with every dump, `list`,
+/// `insight-trace`, …). `examples/my_kernels` in the repository is a
+/// whole crate doing that. In short:
+///
+/// ```
+/// use simpler_core::{topology::CoreType, DType};
+/// use simpler_isa::{Args, BufKind, Core, KResult};
+/// use simpler_runtime::{
+///     KernelDef, Kernels, OrchArgs, Orchestrator, Runtime, RuntimeConfig, RuntimeError,
+///     TaskArgs, TensorInfo,
+/// };
+/// use simpler_workloads::{inputs, CaseSpec, GoldenCheck, Outcome, Workload, WorkloadError};
+///
+/// /// AIV kernel, func 0: `out = 2·x` on a `[8, 64]` f32 tile.
+/// fn double(core: &mut Core, args: &Args) -> KResult<()> {
+///     let (x, out) = (args.tensor(0)?, args.tensor(1)?);
+///     let t = core.alloc_tile(BufKind::Ub, 8, 64, DType::Float32)?;
+///     core.tload(t, &x)?;
+///     core.tmuls(t, t, 2.0)?;
+///     core.tstore(&out, t)
+/// }
+///
+/// fn orchestrate(o: &mut Orchestrator<'_>, args: &OrchArgs) -> Result<(), RuntimeError> {
+///     let (x, out) = (args.tensor_at(0)?, args.tensor_at(1)?);
+///     o.submit(Kernels::Aiv(0), TaskArgs::new().input(&x).output_existing(&out))?;
+///     Ok(())
+/// }
+///
+/// struct Double;
+///
+/// impl Workload for Double {
+///     fn name(&self) -> &'static str { "double" }
+///     fn about(&self) -> &'static str { "out = 2·x on one AIV tile" }
+///     fn cases(&self) -> Vec<CaseSpec> {
+///         vec![CaseSpec { name: "Tile", about: "[8, 64] f32 in [-1, 1]".into() }]
+///     }
+///     fn kernels(&self) -> Vec<KernelDef> {
+///         vec![KernelDef::new(0, "double", CoreType::Aiv, double)]
+///     }
+///     fn run(&self, case: &str, seed: u64, rt: &Runtime) -> Result<Outcome, WorkloadError> {
+///         self.case(case)?; // an unknown case is an error listing the valid ones
+///         let xs = inputs::uniform_f32(&mut inputs::rng(seed), 8 * 64);
+///         let x = rt.upload_pod(&xs, &[8, 64], DType::Float32)?;
+///         let out = rt.alloc_tensor(&[8, 64], DType::Float32)?;
+///         let report = rt.run(&OrchArgs::new().tensor(x).output(out), orchestrate)?;
+///         let got: Vec<f32> = rt.download_pod(&out)?;
+///         let got: Vec<f64> = got.iter().map(|&v| f64::from(v)).collect();
+///         let want: Vec<f64> = xs.iter().map(|&v| 2.0 * f64::from(v)).collect();
+///         let golden = GoldenCheck::compare("out", &got, &want, 1e-6);
+///         Ok(Outcome { report, golden })
+///     }
+/// }
+///
+/// let w = Double;
+/// let cfg = RuntimeConfig { clusters: 1, gm_bytes: 1 << 20, ..Default::default() };
+/// let rt = Runtime::new(cfg, w.kernels()).unwrap();
+/// let outcome = w.run(w.default_case(), 3, &rt).unwrap();
+/// assert!(outcome.golden.passed);
+/// assert_eq!(outcome.report.tasks, 1);
+/// assert!(w.run("Nope", 3, &rt).is_err());
+/// ```
 pub trait Workload: Send + Sync {
-    /// Name used on the command line (`paged_attention`).
+    /// Name used on the command line (`paged_attention`) and in run
+    /// folder names: letters, digits, `_` and `-`.
     fn name(&self) -> &'static str;
     /// One line on what it computes.
     fn about(&self) -> &'static str;
-    /// Its cases; the first is the default.
+    /// Its cases; the first is the default. At least one; names are
+    /// letters, digits, `_` and `-` (they name run folders).
     fn cases(&self) -> Vec<CaseSpec>;
     /// Its kernels, to register with the runtime.
     fn kernels(&self) -> Vec<KernelDef>;

@@ -1,6 +1,7 @@
 //! Pairing two dumps' records: a merge of two sorted record streams, one
 //! key group `(task, stage, arg)` of each side in memory at a time.
 
+use std::collections::BTreeSet;
 use std::iter::Peekable;
 use std::path::Path;
 
@@ -58,7 +59,12 @@ struct Groups<I: Iterator<Item = Result<Record, Error>>> {
     task: Option<TaskId>,
     last: Option<GroupKey>,
     records: u64,
+    /// Func ids named by the records (the first [`MAX_FUNCS`]).
+    funcs: BTreeSet<u32>,
 }
+
+/// Func ids a side keeps for the "different workloads?" note.
+const MAX_FUNCS: usize = 64;
 
 impl<I: Iterator<Item = Result<Record, Error>>> Groups<I> {
     fn new(it: I, mode: MatchMode, side: &'static str) -> Self {
@@ -70,6 +76,7 @@ impl<I: Iterator<Item = Result<Record, Error>>> Groups<I> {
             task: None,
             last: None,
             records: 0,
+            funcs: BTreeSet::new(),
         }
     }
 
@@ -111,6 +118,11 @@ impl<I: Iterator<Item = Result<Record, Error>>> Groups<I> {
             self.it.next().transpose().map_err(read)?;
         }
         self.records += group.len() as u64;
+        for &f in group.iter().flat_map(|r| &r.func_ids) {
+            if self.funcs.len() < MAX_FUNCS {
+                self.funcs.insert(f);
+            }
+        }
         group.sort_by_key(|r| (r.role, r.index));
         Ok(Some((key, group)))
     }
@@ -218,6 +230,14 @@ fn merge(
         }
     }
     report.records = (ga.records, gb.records);
+    if !ga.funcs.is_empty() && !gb.funcs.is_empty() && ga.funcs != gb.funcs {
+        let list = |f: &BTreeSet<u32>| f.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
+        report.notes.push(format!(
+            "A's records name func ids {}, B's {}: are these runs of one workload?",
+            list(&ga.funcs),
+            list(&gb.funcs)
+        ));
+    }
     Ok(())
 }
 

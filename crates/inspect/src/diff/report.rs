@@ -313,7 +313,8 @@ impl DiffReport {
 
     /// The human-readable report: header, summary line, first difference,
     /// notes, the failing pairs (all pairs with `all`), then the unpaired
-    /// records. `limit` caps the rows of each table (0: no cap).
+    /// records. `limit` caps the rows of each table (0: no rows, the
+    /// counts only; `usize::MAX`: every row).
     pub fn render_text(&self, all: bool, limit: usize) -> String {
         let mut s = String::new();
         let o = &self.options;
@@ -346,18 +347,22 @@ impl DiffReport {
         if let Some(line) = self.first_difference_line() {
             let _ = writeln!(s, "{line}");
         }
-        let cap = |n: usize| if limit == 0 { n } else { n.min(limit) };
+        let cap = |n: usize| n.min(limit);
         let failing: Vec<&PairResult> = self.failures().collect();
         if sum.failed > 0 {
             let _ = writeln!(s, "\nfailing pairs ({}):", sum.failed);
-            s.push_str(&self.pair_table(&failing[..cap(failing.len())]));
+            if cap(failing.len()) > 0 {
+                s.push_str(&self.pair_table(&failing[..cap(failing.len())]));
+            }
             more(&mut s, sum.failed, cap(failing.len()), "failing pairs");
         }
         if all {
             let passing: Vec<&PairResult> = self.pairs.iter().filter(|p| p.passed).collect();
             if sum.passed > 0 {
                 let _ = writeln!(s, "\npassing pairs ({}):", sum.passed);
-                s.push_str(&self.pair_table(&passing[..cap(passing.len())]));
+                if cap(passing.len()) > 0 {
+                    s.push_str(&self.pair_table(&passing[..cap(passing.len())]));
+                }
                 more(&mut s, sum.passed, cap(passing.len()), "passing pairs");
             }
         }
@@ -369,7 +374,9 @@ impl DiffReport {
                 continue;
             }
             let _ = writeln!(s, "\nonly in {side} ({total}):");
-            s.push_str(&unpaired_table(&list[..cap(list.len())]));
+            if cap(list.len()) > 0 {
+                s.push_str(&unpaired_table(&list[..cap(list.len())]));
+            }
             more(&mut s, total, cap(list.len()), "records");
         }
         s
@@ -523,7 +530,7 @@ fn more(s: &mut String, total: usize, shown: usize, what: &str) {
     if shown < total {
         let _ = writeln!(
             s,
-            "... {} more {what} not listed (--limit {shown}; --limit 0 lists all)",
+            "... {} more {what} not listed (--limit {shown}; --limit all lists all)",
             total - shown
         );
     }

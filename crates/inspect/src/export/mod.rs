@@ -129,6 +129,16 @@ impl Exporter {
         })
     }
 
+    /// The folder files go to.
+    pub fn out_dir(&self) -> &Path {
+        &self.out_dir
+    }
+
+    /// The format files are written in.
+    pub fn format(&self) -> ExportFormat {
+        self.format
+    }
+
     /// Export `r` of the dump `info`.
     ///
     /// # Errors

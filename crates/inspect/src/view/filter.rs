@@ -2,7 +2,7 @@
 //! and hints when nothing matched (gathered while streaming).
 
 use simpler_core::{ArgRole, TaskId};
-use simpler_format::vocab::{parse_role, Kind, Stage, ROLE_NAMES};
+use simpler_format::vocab::{parse_role, Kind, Stage};
 
 use crate::record::Record;
 
@@ -87,14 +87,24 @@ pub struct Seen {
     pub task_seen: bool,
     /// The filter's arg was seen.
     pub arg_seen: bool,
+    /// Func ids seen (the first [`MAX_FUNCS_SEEN`]).
+    pub funcs: std::collections::BTreeSet<u32>,
     last_task: Option<TaskId>,
 }
+
+/// Func ids [`Seen`] keeps for its hint (a workload has a handful).
+pub const MAX_FUNCS_SEEN: usize = 64;
 
 impl Seen {
     /// Account for `r` (against `f`'s task and arg).
     pub fn add(&mut self, f: &Filter, r: &Record) {
         self.records += 1;
         self.any_func_ids |= !r.func_ids.is_empty();
+        for &f in &r.func_ids {
+            if self.funcs.len() < MAX_FUNCS_SEEN {
+                self.funcs.insert(f);
+            }
+        }
         self.task_range = Some(match self.task_range {
             None => (r.task_id, r.task_id),
             Some((lo, hi)) => (lo.min(r.task_id), hi.max(r.task_id)),
@@ -117,6 +127,16 @@ impl Seen {
                 "this dump records no func ids (reference-runtime format), so --func matches nothing"
                     .to_string(),
             );
+        }
+        if let Some(func) = f
+            .func
+            .filter(|f| self.any_func_ids && !self.funcs.contains(f))
+        {
+            let ids: Vec<String> = self.funcs.iter().map(u32::to_string).collect();
+            hints.push(format!(
+                "no record has func {func}; func ids in this dump: {}",
+                ids.join(", ")
+            ));
         }
         if let Some(t) = f.task.filter(|_| !self.task_seen) {
             match self.task_range {
@@ -155,12 +175,20 @@ pub fn parse_stage(s: &str) -> Result<Stage, String> {
     })
 }
 
-/// Parse `--role`.
+/// Parse `--role`. `output_existing` is refused with the reason: dumps
+/// write such an argument as `output` (to the kernel it is one), so the
+/// filter could never match.
 ///
 /// # Errors
 /// What was expected.
 pub fn parse_role_arg(s: &str) -> Result<ArgRole, String> {
-    parse_role(s).ok_or_else(|| format!("{s:?}: expected {ROLE_NAMES}"))
+    match parse_role(s) {
+        Some(ArgRole::OutputExisting) => Err(format!(
+            "{s:?}: dumps record an output_existing argument as role output (to the kernel it is an output); use --role output"
+        )),
+        Some(r) => Ok(r),
+        None => Err(format!("{s:?}: expected input, output, inout or no_dep")),
+    }
 }
 
 /// Parse `--kind`: `tensor` or `scalar`.

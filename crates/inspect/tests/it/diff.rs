@@ -116,7 +116,7 @@ fn a_small_perturbation_passes_a_loose_rtol_and_fails_a_tight_one() {
     let mk = |v: &[f32]| vec![f32_in(T0, 0, &[5.0]), f32_out(T0, 1, v)];
 
     let loose = diff_of(mk(&bumped), mk(&base), opts(1e-3, 0.0));
-    assert!(loose.passed(), "{}", loose.render_text(true, 0));
+    assert!(loose.passed(), "{}", loose.render_text(true, usize::MAX));
     let p = &loose.pairs[1];
     assert_eq!(p.bit_equal, Some(false));
     assert!(p.passed);
@@ -240,7 +240,7 @@ fn records_on_one_side_only_are_listed_and_fail() {
         r.first_difference_line().unwrap(),
         "first difference: task 0x0000000200000000, stage after_completion, arg 1, role output (func 0): only in A"
     );
-    let text = r.render_text(false, 0);
+    let text = r.render_text(false, usize::MAX);
     assert!(
         text.contains("FAIL: 1 pairs, 1 passed, 0 failed, 2 only in A, 1 only in B"),
         "{text}"
@@ -295,7 +295,7 @@ fn dtype_shape_and_kind_mismatches_fail_with_a_reason() {
         Some("shape: [2, 2] in A, [4] in B")
     );
     assert!(!r.passed());
-    let text = r.render_text(false, 0);
+    let text = r.render_text(false, usize::MAX);
     assert!(text.contains("FAIL shape: [2, 2] in A, [4] in B"), "{text}");
 
     // Same key, one a tensor and one a scalar (arg 0 input before dispatch).
@@ -454,7 +454,7 @@ fn match_order_pairs_tasks_by_rank_when_ids_differ() {
         ..DiffOptions::default()
     };
     let r = diff_of(a(), b(6.0), order);
-    assert!(r.passed(), "{}", r.render_text(true, 0));
+    assert!(r.passed(), "{}", r.render_text(true, usize::MAX));
     assert_eq!(r.summary().pairs, 4);
     for p in &r.pairs {
         assert_eq!(p.task_b.0, p.task_a.0 + 0x1_0000_0000, "{p:?}");
@@ -469,7 +469,7 @@ fn match_order_pairs_tasks_by_rank_when_ids_differ() {
         ),
         "{first}"
     );
-    let text = r.render_text(false, 0);
+    let text = r.render_text(false, usize::MAX);
     assert!(
         text.contains("0x0000000000000001 / 0x0000000100000001"),
         "{text}"
@@ -527,7 +527,7 @@ fn failing_pairs_are_listed_first_sorted_by_task_and_all_adds_passing_ones() {
         f32_in(T2, 0, &[1.0]),
     ];
     let r = diff_of(a, b, DiffOptions::default());
-    let text = r.render_text(false, 0);
+    let text = r.render_text(false, usize::MAX);
     let fail_at = text.find("failing pairs (2):").unwrap();
     let t1 = text.find("0x0000000200000001  0").unwrap();
     let t2 = text.find("0x0000000200000002  0").unwrap();
@@ -536,14 +536,14 @@ fn failing_pairs_are_listed_first_sorted_by_task_and_all_adds_passing_ones() {
     assert!(text.contains(
         "first difference: task 0x0000000200000001, stage before_dispatch, arg 0, role input"
     ));
-    let all = r.render_text(true, 0);
+    let all = r.render_text(true, usize::MAX);
     let pass_at = all.find("passing pairs (1):").unwrap();
     assert!(pass_at > fail_at, "{all}");
     assert!(all[pass_at..].contains("0x0000000200000000"), "{all}");
     // --limit caps each table.
     let capped = r.render_text(false, 1);
     assert!(
-        capped.contains("... 1 more failing pairs not listed (--limit 1; --limit 0 lists all)"),
+        capped.contains("... 1 more failing pairs not listed (--limit 1; --limit all lists all)"),
         "{capped}"
     );
 }

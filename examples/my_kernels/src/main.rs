@@ -1,0 +1,9 @@
+//! `my-kernels`: every `simpler` command — run with dumps, list, dump
+//! view/diff, insight-trace, bench — for this crate's workload and the
+//! bundled ones.
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    simpler::cli::main(vec![Box::new(my_kernels::DenseRelu)])
+}
