@@ -60,11 +60,12 @@ pub(crate) fn run(a: &RunArgs, ws: &Workloads) -> Result<ExitCode> {
 
     let r = &out.report;
     println!(
-        "{} {case} (seed {}): {} tasks, {} edges, {} dispatches on {} clusters / {} schedulers ({}) in {:.2} ms{}",
+        "{} {case} (seed {}): {} tasks, {} {}, {} dispatches on {} clusters / {} schedulers ({}) in {:.2} ms{}",
         w.name(),
         a.seed,
         r.tasks,
         r.edges,
+        if r.edges == 1 { "edge" } else { "edges" },
         r.dispatches,
         cfg.clusters,
         cfg.sched_threads,

@@ -6,7 +6,7 @@ use simpler::runtime::{KernelDef, OrchArgs, Runtime};
 use simpler::workloads::{inputs, CaseSpec, GoldenCheck, Outcome, Workload, WorkloadError};
 
 use crate::kernels::{axpy_relu, matmul, AXPY_RELU, MATMUL};
-use crate::orchestration::{orchestrate, BLOCKS};
+use crate::orchestration::orchestrate;
 
 /// `alpha` of every case.
 pub const ALPHA: f32 = 0.5;
@@ -16,7 +16,8 @@ pub const TOLERANCE: f64 = 1e-5;
 /// A case's sizes: `x [m, k]`, `w [k, n]`, `out [m, n]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Dims {
-    /// Rows of `x` and `out` (a multiple of [`BLOCKS`]).
+    /// Rows of `x` and `out` (a multiple of
+    /// [`BLOCKS`](crate::orchestration::BLOCKS)).
     pub m: u32,
     /// Columns of `x`, rows of `w`.
     pub k: u32,
@@ -47,7 +48,7 @@ pub const CASES: [(&str, Dims, &str); 2] = [
 ];
 
 /// `out = relu(alpha · (x · w) + bias)`: an AIC matmul, then an AIV
-/// axpy + relu over [`BLOCKS`] SPMD blocks.
+/// axpy + relu over [`BLOCKS`](crate::orchestration::BLOCKS) SPMD blocks.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DenseRelu;
 
@@ -124,6 +125,7 @@ pub fn reference(d: Dims, x: &[f32], w: &[f32], bias: &[f32]) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::orchestration::BLOCKS;
 
     #[test]
     fn the_reference_is_relu_of_the_affine_map() {
