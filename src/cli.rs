@@ -286,7 +286,7 @@ pub(crate) struct RunArgs {
     pub timeline: crate::swimlane_cfg::TimelineArgs,
 }
 
-/// What to dump and where (DESIGN §5, §6).
+/// What to dump and where.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct DumpArgs {
     /// Dump task tensors: 1 = args marked with .dump(), 2 = all (the value
@@ -308,7 +308,7 @@ pub(crate) struct DumpArgs {
     /// (loses nothing), `drop` never waits and counts every loss.
     #[arg(long, default_value = "block", value_name = "POLICY")]
     pub dump_policy: String,
-    /// File layout: `native` (tensor_dump/, DESIGN §6) or `upstream` (the
+    /// File layout: `native` (tensor_dump/) or `upstream` (the
     /// upstream runtime's args_dump/{args_dump.json, args.bin}, its tools
     /// read it; orchestration and kernel args dumps beside the folder as
     /// orch_args_dump.json and kernel_args_dump.json).

@@ -196,7 +196,10 @@ fn a_bad_level_or_policy_is_a_clear_error() {
     let base = ["run", "paged_attention", "--case", "CaseSmall1"];
     let cases: [(&[&str], &[&str]); 4] = [
         (&["--dump-tensor", "7"], &["--dump-tensor", "7"]),
-        (&["--dump-tensor", "two"], &["--dump-tensor", "two"]),
+        (
+            &["--dump-tensor", "two"],
+            &["--dump-tensor", "two", "takes its value as a number"],
+        ),
         (
             &["--dump-tensor", "--dump-policy", "sometimes"],
             &["--dump-policy", "sometimes", "block", "drop"],

@@ -1,0 +1,113 @@
+//! Progress bars (issue 15: "no progress indication anywhere"): drawn on
+//! stderr when it is a terminal — here a real pseudo-terminal — and
+//! never when stderr is piped or `--quiet` is given.
+
+use std::io::Read;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::process::Stdio;
+
+use crate::faults::simpler;
+
+/// Run `simpler args` with stderr on a fresh pseudo-terminal; returns
+/// (exit code, stdout, everything the terminal received).
+fn on_a_terminal(args: &[&str]) -> (Option<i32>, String, Vec<u8>) {
+    let (mut master, mut slave) = (-1, -1);
+    // SAFETY: openpty writes two fds into the given ints; the null
+    // pointers ask for no name, termios or window size.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: both fds were just opened by openpty and are owned here only.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = simpler(tmp.path())
+        .args(args)
+        .env("TERM", "xterm")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(slave))
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut f = std::fs::File::from(master);
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        // Ends with EIO once the child (the last holder of the slave) exits.
+        while let Ok(n) = f.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..n]);
+        }
+        got
+    });
+    let mut out = String::new();
+    stdout.read_to_string(&mut out).unwrap();
+    let status = child.wait().unwrap();
+    (status.code(), out, reader.join().unwrap())
+}
+
+const BENCH: [&str; 4] = ["bench", "replay", "--reps", "1"];
+
+#[test]
+fn a_long_command_draws_a_bar_on_a_terminal_and_clears_it() {
+    let (code, out, tty) = on_a_terminal(&BENCH);
+    let tty = String::from_utf8_lossy(&tty);
+    assert_eq!(code, Some(0), "{out}\n{tty}");
+    assert!(
+        tty.contains("bench replay: "),
+        "no status line on the terminal: {tty:?}"
+    );
+    assert!(
+        tty.contains("\x1b["),
+        "no terminal control sequence: {tty:?}"
+    );
+    assert!(out.contains("bench replay  ("), "{out}");
+    assert!(
+        !out.contains('\x1b') && !out.contains('\r'),
+        "progress leaked into stdout: {out:?}"
+    );
+}
+
+#[test]
+fn quiet_draws_nothing_even_on_a_terminal() {
+    let mut args = BENCH.to_vec();
+    args.push("--quiet");
+    let (code, out, tty) = on_a_terminal(&args);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        tty.is_empty(),
+        "--quiet still drew: {:?}",
+        String::from_utf8_lossy(&tty)
+    );
+}
+
+#[test]
+fn piped_output_carries_no_progress_bytes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = simpler(tmp.path())
+        .args(BENCH)
+        .env("TERM", "xterm")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    for (name, bytes) in [("stdout", &o.stdout), ("stderr", &o.stderr)] {
+        assert!(
+            !bytes.contains(&b'\r') && !bytes.contains(&0x1b),
+            "{name} carries progress bytes: {:?}",
+            String::from_utf8_lossy(bytes)
+        );
+    }
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
