@@ -101,7 +101,12 @@ fn check_flags(a: &BenchArgs) -> Result<()> {
         .map(|v| v.get_name().to_string())
         .unwrap_or_default();
     let unused = [
-        ("--tasks", a.tasks.is_some(), !matches!(a.name, Dispatch | Swimlane), "dispatch and swimlane"),
+        (
+            "--tasks",
+            a.tasks.is_some(),
+            !matches!(a.name, Dispatch | Swimlane),
+            "dispatch and swimlane",
+        ),
         (
             "--batches",
             a.batches.is_some(),

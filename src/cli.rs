@@ -73,8 +73,15 @@ pub fn command() -> clap::Command {
 /// Parse `argv`; help and version are printed here (exit 0), a bad
 /// command line gets one line on stderr (exit 2).
 fn parse(argv: impl IntoIterator<Item = OsString>) -> Result<Cli, ExitCode> {
-    let mut cmd = command();
-    let joined = crate::args::join_optional_values(&cmd, argv.into_iter().collect());
+    let argv: Vec<OsString> = argv.into_iter().collect();
+    let name = argv
+        .first()
+        .map(std::path::Path::new)
+        .and_then(|p| p.file_stem());
+    let name = name.and_then(|n| n.to_str()).unwrap_or("simpler");
+    let name = PROGRAM.get_or_init(|| name.to_string());
+    let mut cmd = command().name(name.as_str()).bin_name(name.as_str());
+    let joined = crate::args::join_optional_values(&cmd, argv);
     let help = crate::args::command_path(&cmd, &joined.argv);
     let report = |e: clap::Error| {
         let hint = crate::args::left_word_hint(&e, &joined.left);
@@ -82,6 +89,14 @@ fn parse(argv: impl IntoIterator<Item = OsString>) -> Result<Cli, ExitCode> {
     };
     let matches = cmd.try_get_matches_from_mut(&joined.argv).map_err(report)?;
     Cli::from_arg_matches(&matches).map_err(report)
+}
+
+static PROGRAM: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// The name this program was started by (`simpler`, or a kernel crate's
+/// own binary), for messages that name a command to run next.
+pub(crate) fn program() -> &'static str {
+    PROGRAM.get().map_or("simpler", String::as_str)
 }
 
 /// True when a write to a closed pipe is somewhere in the error chain.

@@ -1,6 +1,6 @@
 //! Progress bars for long work (DESIGN §7): drawn with `indicatif` on
 //! stderr, only when stderr is a terminal and `--quiet` was not given, and
-//! only once an operation has run for [`SHOW_AFTER`] — a quick command
+//! only once an operation has run for [`show_after`] — a quick command
 //! never flashes a bar. Piped or redirected output never carries one.
 //!
 //! Library crates report progress through callbacks (`done, total`); this
@@ -12,8 +12,16 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-/// How long an operation runs before its bar appears.
-pub(crate) const SHOW_AFTER: Duration = Duration::from_millis(400);
+/// How long an operation runs before its bar appears: 400 ms, or
+/// `SIMPLER_PROGRESS_AFTER_MS` (0 draws every bar at once; the tests use
+/// it to see bars of quick operations).
+fn show_after() -> Duration {
+    static AFTER: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *AFTER.get_or_init(|| {
+        let ms = std::env::var("SIMPLER_PROGRESS_AFTER_MS").ok();
+        Duration::from_millis(ms.and_then(|m| m.parse().ok()).unwrap_or(400))
+    })
+}
 
 static QUIET: AtomicBool = AtomicBool::new(false);
 
@@ -85,7 +93,7 @@ impl Progress {
 
     /// Draw from now on once the operation has run long enough.
     fn show_when_due(&self) {
-        if self.on && self.bar.is_hidden() && self.start.elapsed() >= SHOW_AFTER {
+        if self.on && self.bar.is_hidden() && self.start.elapsed() >= show_after() {
             self.bar.set_draw_target(ProgressDrawTarget::stderr());
             self.bar.enable_steady_tick(Duration::from_millis(100));
         }
@@ -181,4 +189,59 @@ pub(crate) fn status(step: &str) {
     if let Some(bar) = STATUS.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
         bar.set_message(step.to_string());
     }
+}
+
+/// A labelled spinner for work that reports no counts: the step it is at.
+#[derive(Debug)]
+pub(crate) struct Steps(ProgressBar);
+
+impl Steps {
+    /// The step the work is at now.
+    pub(crate) fn step(&self, step: &str) {
+        self.0.set_message(step.to_string());
+    }
+}
+
+/// Run `work` under a spinner labelled `what` showing the step `work` is
+/// at and the time taken; drawn once the work has run for [`show_after`]
+/// (on a terminal, not `--quiet`), cleared when it returns. `work` must
+/// not print: print what it returns.
+pub(crate) fn in_steps<T>(what: &str, first: &str, work: impl FnOnce(&Steps) -> T) -> T {
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} {prefix}: {msg} ({elapsed})")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    bar.set_prefix(what.to_string());
+    let steps = Steps(bar);
+    steps.step(first);
+    if !enabled() {
+        return work(&steps);
+    }
+    let show = || {
+        steps.0.set_draw_target(ProgressDrawTarget::stderr());
+        steps.0.enable_steady_tick(Duration::from_millis(100));
+        steps.0.tick();
+    };
+    let done = AtomicBool::new(show_after().is_zero());
+    if done.load(Ordering::Relaxed) {
+        show();
+    }
+    let start = Instant::now();
+    let out = std::thread::scope(|s| {
+        let shower = s.spawn(|| {
+            while !done.load(Ordering::Acquire) && start.elapsed() < show_after() {
+                std::thread::park_timeout(show_after().saturating_sub(start.elapsed()));
+            }
+            if !done.load(Ordering::Acquire) {
+                show();
+            }
+        });
+        let out = work(&steps);
+        done.store(true, Ordering::Release);
+        shower.thread().unpark();
+        out
+    });
+    steps.0.finish_and_clear();
+    out
 }

@@ -46,15 +46,17 @@ pub fn configure(a: &TimelineArgs, cfg: &mut RuntimeConfig) -> Result<bool> {
 }
 
 /// The dump's durable writer: temporary files and created folders are
-/// removed on a signal.
-struct DurableSink;
+/// removed on a signal. Names the file it writes on the progress line.
+struct DurableSink<'a>(&'a crate::progress::Steps);
 
-impl simpler_swimlane::Sink for DurableSink {
+impl simpler_swimlane::Sink for DurableSink<'_> {
     fn write(
         &self,
         path: &Path,
         body: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>,
     ) -> io::Result<()> {
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        self.0.step(&format!("writing {name}"));
         simpler_format::durable::write_atomic(path, |w| body(w)).map_err(|e| e.into_io())
     }
 
@@ -94,18 +96,29 @@ pub fn write(
         observed,
         predict: predict.then(|| (shape, ChipParams::default())),
     };
-    let summary = simpler_swimlane::write_run(run_dir, &log, workload, case, out, &DurableSink)
-        .context("cannot write the swimlane files")?;
-    say(format!(
-        "swimlane (level {}): {} dispatches, {} tasks, {} edges -> {}\n",
-        log.level,
-        log.dispatches.len(),
-        log.tasks.len(),
-        log.edges.len(),
-        run_dir
-            .join(simpler_format::swimlane::RECORDS_FILE)
-            .display()
-    ));
+    let first = if predict {
+        "predicting"
+    } else {
+        "building the records"
+    };
+    let summary = crate::progress::in_steps("swimlane files", first, |steps| {
+        simpler_swimlane::write_run(run_dir, &log, workload, case, out, &DurableSink(steps))
+    })
+    .context("cannot write the swimlane files")?;
+    // With --predict alone nothing observed is written: name only what is.
+    if observed {
+        say(format!(
+            "swimlane (level {}): {} dispatches, {} tasks, {} edge{} -> {}\n",
+            log.level,
+            log.dispatches.len(),
+            log.tasks.len(),
+            log.edges.len(),
+            if log.edges.len() == 1 { "" } else { "s" },
+            run_dir
+                .join(simpler_format::swimlane::RECORDS_FILE)
+                .display()
+        ));
+    }
     if let Some(p) = summary {
         say(simpler_swimlane::report::render_prediction(
             &p,

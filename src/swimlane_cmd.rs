@@ -68,7 +68,8 @@ pub fn swimlane(a: &SwimlaneArgs) -> Result<ExitCode> {
         let predicted = dir.join(simpler_format::swimlane::PREDICTED_DIR);
         let hint = match predicted.join(RECORDS_FILE).is_file() {
             true => format!(
-                "; this run has only its predicted timeline: simpler swimlane {}",
+                "; this run has only its predicted timeline: {} swimlane {}",
+                crate::cli::program(),
                 predicted.display()
             ),
             false => String::new(),
@@ -81,17 +82,21 @@ pub fn swimlane(a: &SwimlaneArgs) -> Result<ExitCode> {
     if a.check {
         return check(&dir);
     }
-    let files = simpler_swimlane::RunFiles::load(&dir)?;
-    print!(
-        "{}",
-        simpler_swimlane::report::render(&files.timeline(), a.top)
-    );
+    let report = crate::progress::in_steps("swimlane", "reading the files", |steps| {
+        let files = simpler_swimlane::RunFiles::load(&dir)?;
+        steps.step("building the report");
+        anyhow::Ok(simpler_swimlane::report::render(&files.timeline(), a.top))
+    })?;
+    print!("{report}");
     Ok(ExitCode::SUCCESS)
 }
 
 fn check(dir: &Path) -> Result<ExitCode> {
     let mut bad = 0;
-    match simpler_swimlane::check::check_dir(dir) {
+    let checked = crate::progress::in_steps("swimlane --check", "checking the records", |_| {
+        simpler_swimlane::check::check_dir(dir)
+    });
+    match checked {
         Ok(n) => println!(
             "upstream tools: OK ({} dispatches, {} tasks, {} edges; pop hit {} miss {}; {} loop iterations; {} submits)",
             n.dispatches, n.tasks, n.edges, n.pop_hit, n.pop_miss, n.loop_iters, n.submits
@@ -108,8 +113,13 @@ fn check(dir: &Path) -> Result<ExitCode> {
         println!("{PERFETTO_FILE}: absent (an upstream run writes none), not checked");
         return Ok(exit(bad));
     }
-    let text = std::fs::read(&trace).with_context(|| format!("cannot read {}", trace.display()))?;
-    match simpler_swimlane::check::check_perfetto(&text) {
+    let checked = crate::progress::in_steps("swimlane --check", "reading the trace", |steps| {
+        let text =
+            std::fs::read(&trace).with_context(|| format!("cannot read {}", trace.display()))?;
+        steps.step("checking the trace");
+        anyhow::Ok(simpler_swimlane::check::check_perfetto(&text))
+    })?;
+    match checked {
         Ok(s) => println!(
             "{PERFETTO_FILE}: OK ({} slices on {} tracks, none overlapping; {} flow arrows)",
             s.slices, s.tracks, s.flows

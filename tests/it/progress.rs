@@ -4,6 +4,7 @@
 
 use std::io::Read;
 use std::os::fd::{FromRawFd, OwnedFd};
+use std::path::Path;
 use std::process::Stdio;
 
 use crate::faults::simpler;
@@ -11,6 +12,16 @@ use crate::faults::simpler;
 /// Run `simpler args` with stderr on a fresh pseudo-terminal; returns
 /// (exit code, stdout, everything the terminal received).
 fn on_a_terminal(args: &[&str]) -> (Option<i32>, String, Vec<u8>) {
+    let tmp = tempfile::tempdir().unwrap();
+    on_a_terminal_in(tmp.path(), args, &[])
+}
+
+/// [`on_a_terminal`] in `cwd` with `env` added.
+fn on_a_terminal_in(
+    cwd: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (Option<i32>, String, Vec<u8>) {
     let (mut master, mut slave) = (-1, -1);
     // SAFETY: openpty writes two fds into the given ints; the null
     // pointers ask for no name, termios or window size.
@@ -26,10 +37,10 @@ fn on_a_terminal(args: &[&str]) -> (Option<i32>, String, Vec<u8>) {
     assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
     // SAFETY: both fds were just opened by openpty and are owned here only.
     let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
-    let tmp = tempfile::tempdir().unwrap();
-    let mut child = simpler(tmp.path())
+    let mut child = simpler(cwd)
         .args(args)
         .env("TERM", "xterm")
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::from(slave))
         .spawn()
@@ -105,6 +116,59 @@ fn piped_output_carries_no_progress_bytes() {
             String::from_utf8_lossy(bytes)
         );
     }
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn predict_and_swimlane_name_their_steps_on_a_terminal() {
+    // Bars of quick operations drawn at once (else only after 400 ms).
+    let now = [("SIMPLER_PROGRESS_AFTER_MS", "0")];
+    let tmp = tempfile::tempdir().unwrap();
+    let cases: [(&[&str], &str, &str); 3] = [
+        (
+            &[
+                "run",
+                "vector_example",
+                "--predict",
+                "--swimlane",
+                "--output",
+                "r",
+            ],
+            "swimlane files: ",
+            "prediction: ",
+        ),
+        (&["swimlane", "r"], "swimlane: ", "Critical path: "),
+        (
+            &["swimlane", "r", "--check"],
+            "swimlane --check: ",
+            "upstream tools: OK",
+        ),
+    ];
+    for (args, bar, printed) in cases {
+        let (code, out, tty) = on_a_terminal_in(tmp.path(), args, &now);
+        let tty = String::from_utf8_lossy(&tty);
+        assert_eq!(code, Some(0), "{args:?}: {out}\n{tty}");
+        assert!(
+            tty.contains(bar),
+            "{args:?}: no {bar:?} on the terminal: {tty:?}"
+        );
+        assert!(out.contains(printed), "{args:?}: {out}");
+        assert!(
+            !out.contains('\x1b') && !out.contains('\r'),
+            "{args:?}: progress leaked into stdout: {out:?}"
+        );
+    }
+    // Piped, even at 0 ms: nothing.
+    let o = simpler(tmp.path())
+        .args(["swimlane", "r", "--check"])
+        .envs(now)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
     assert!(
         o.stderr.is_empty(),
         "{}",

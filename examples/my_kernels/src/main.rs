@@ -1,6 +1,6 @@
-//! `my-kernels`: every `simpler` command — run with dumps, list, dump
-//! view/diff, insight-trace, bench — for this crate's workload and the
-//! bundled ones.
+//! `my-kernels`: every `simpler` command — run with dumps, timelines and
+//! predictions, list, dump view/diff, insight-trace, swimlane, bench —
+//! for this crate's workload and the bundled ones.
 
 use std::process::ExitCode;
 

@@ -3,6 +3,7 @@
 
 mod docs;
 mod end_to_end;
+mod swimlane;
 
 use std::path::Path;
 use std::process::{Command, Output};
