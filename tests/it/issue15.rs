@@ -577,7 +577,13 @@ fn the_readme_names_every_flag() {
             if ["help", "version"].contains(&long) {
                 continue;
             }
-            if !readme.contains(&format!("--{long}")) {
+            // `--out` is not named by `--output`.
+            let flag = format!("--{long}");
+            let named = readme.match_indices(&flag).any(|(i, _)| {
+                let next = readme[i + flag.len()..].chars().next();
+                !next.is_some_and(|c| c.is_ascii_alphanumeric() || c == '-')
+            });
+            if !named {
                 missing.push(format!("{path} --{long}"));
             }
         }
@@ -627,4 +633,14 @@ fn a_user_workload_clashing_with_a_bundled_name_is_refused() {
         ),
         "{err}"
     );
+}
+
+#[test]
+fn every_console_block_of_the_readme_runs_as_shown() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = Path::new(env!("CARGO_BIN_EXE_simpler"));
+    let ran = crate::doc_check::check_console_blocks(&readme, "simpler", bin, tmp.path(), &[]);
+    assert!(ran >= 12, "only {ran} commands in the README's tour");
 }
