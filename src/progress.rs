@@ -95,6 +95,8 @@ impl Progress {
     fn show_when_due(&self) {
         if self.on && self.bar.is_hidden() && self.start.elapsed() >= show_after() {
             self.bar.set_draw_target(ProgressDrawTarget::stderr());
+            // Drawn now (tick is a no-op once the steady ticker runs).
+            self.bar.tick();
             self.bar.enable_steady_tick(Duration::from_millis(100));
         }
     }
@@ -220,8 +222,9 @@ pub(crate) fn in_steps<T>(what: &str, first: &str, work: impl FnOnce(&Steps) -> 
     }
     let show = || {
         steps.0.set_draw_target(ProgressDrawTarget::stderr());
-        steps.0.enable_steady_tick(Duration::from_millis(100));
+        // Drawn now (tick is a no-op once the steady ticker runs).
         steps.0.tick();
+        steps.0.enable_steady_tick(Duration::from_millis(100));
     };
     let done = AtomicBool::new(show_after().is_zero());
     if done.load(Ordering::Relaxed) {

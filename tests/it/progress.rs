@@ -123,12 +123,82 @@ fn piped_output_carries_no_progress_bytes() {
     );
 }
 
+/// True when `s` has text other than CSI sequences (`ESC [ digits letter`).
+fn visible(s: &str) -> bool {
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\x1b' => {
+                chars.next();
+                for n in chars.by_ref() {
+                    if n.is_ascii_alphabetic() {
+                        break;
+                    }
+                }
+            }
+            c if c.is_whitespace() => {}
+            _ => return true,
+        }
+    }
+    false
+}
+
 #[test]
-fn predict_and_swimlane_name_their_steps_on_a_terminal() {
+fn every_long_operation_draws_its_progress_on_a_terminal() {
     // Bars of quick operations drawn at once (else only after 400 ms).
     let now = [("SIMPLER_PROGRESS_AFTER_MS", "0")];
     let tmp = tempfile::tempdir().unwrap();
-    let cases: [(&[&str], &str, &str); 3] = [
+    let cases: [(&[&str], &str, &str, i32); 9] = [
+        (
+            &["run", "vector_example", "--dump-all", "--output", "a"],
+            "running vector_example Default: ",
+            "PASS",
+            0,
+        ),
+        (
+            &[
+                "run",
+                "vector_example",
+                "--dump-tensor",
+                "--seed",
+                "1",
+                "--output",
+                "b",
+            ],
+            "running vector_example",
+            "PASS",
+            0,
+        ),
+        (
+            &["dump", "view", "a", "--export", "npy", "--limit", "0"],
+            "dump view: exporting",
+            "exported 15 of 15",
+            0,
+        ),
+        (
+            &["dump", "view", "a", "--limit", "3"],
+            "dump view: reading",
+            "15 records",
+            0,
+        ),
+        (
+            &["dump", "diff", "a", "b", "--limit", "0"],
+            "dump diff: reading",
+            "PASS: ",
+            0,
+        ),
+        (
+            &[
+                "insight-trace",
+                "vector_example",
+                "--dump-dir",
+                "a",
+                "--all",
+            ],
+            "insight-trace --all: replaying",
+            "PASS: all 5 dispatches",
+            0,
+        ),
         (
             &[
                 "run",
@@ -140,18 +210,20 @@ fn predict_and_swimlane_name_their_steps_on_a_terminal() {
             ],
             "swimlane files: ",
             "prediction: ",
+            0,
         ),
-        (&["swimlane", "r"], "swimlane: ", "Critical path: "),
+        (&["swimlane", "r"], "swimlane: ", "Critical path: ", 0),
         (
             &["swimlane", "r", "--check"],
             "swimlane --check: ",
             "upstream tools: OK",
+            0,
         ),
     ];
-    for (args, bar, printed) in cases {
+    for (args, bar, printed, exit) in cases {
         let (code, out, tty) = on_a_terminal_in(tmp.path(), args, &now);
         let tty = String::from_utf8_lossy(&tty);
-        assert_eq!(code, Some(0), "{args:?}: {out}\n{tty}");
+        assert_eq!(code, Some(exit), "{args:?}: {out}\n{tty}");
         assert!(
             tty.contains(bar),
             "{args:?}: no {bar:?} on the terminal: {tty:?}"
@@ -161,8 +233,11 @@ fn predict_and_swimlane_name_their_steps_on_a_terminal() {
             !out.contains('\x1b') && !out.contains('\r'),
             "{args:?}: progress leaked into stdout: {out:?}"
         );
+        // Cleared: the terminal's last line is not left holding the bar.
+        let after_last_erase = tty.rsplit("\x1b[2K").next().unwrap_or_default();
+        assert!(!visible(after_last_erase), "{args:?}: not cleared: {tty:?}");
     }
-    // Piped, even at 0 ms: nothing.
+    // Piped, even at 0 ms, or --quiet on a terminal: nothing.
     let o = simpler(tmp.path())
         .args(["swimlane", "r", "--check"])
         .envs(now)
@@ -173,5 +248,12 @@ fn predict_and_swimlane_name_their_steps_on_a_terminal() {
         o.stderr.is_empty(),
         "{}",
         String::from_utf8_lossy(&o.stderr)
+    );
+    let (code, _, tty) = on_a_terminal_in(tmp.path(), &["dump", "diff", "a", "b", "--quiet"], &now);
+    assert_eq!(code, Some(0));
+    assert!(
+        tty.is_empty(),
+        "--quiet drew: {:?}",
+        String::from_utf8_lossy(&tty)
     );
 }
