@@ -48,8 +48,8 @@ pub(crate) fn view(f: &ArgsFile, out: &mut dyn Write) -> Result<ExitCode> {
     )?;
     writeln!(
         out,
-        "{:>3}  {:<6}  {:<6}  {:<8}  {:<14}  {:<12}  {:>6}  {:>10}  {}",
-        "arg", "kind", "role", "dtype", "shape", "strides", "start", "bytes", "addr / value"
+        "{:>3}  {:<6}  {:<6}  {:<8}  {:<14}  {:<12}  {:>6}  {:>10}  addr / value",
+        "arg", "kind", "role", "dtype", "shape", "strides", "start", "bytes"
     )?;
     for a in &d.args {
         let list = |v: &Option<Vec<u64>>| v.as_ref().map_or_else(String::new, |v| format!("{v:?}"));

@@ -58,8 +58,11 @@ pub fn mask(line: &str) -> String {
     out
 }
 
+/// A command's arguments and the exit code the page states for it.
+type Cmd = (Vec<String>, i32);
+
 /// One `$ <program> …` line: its arguments and the exit code it states.
-fn command(line: &str, program: &str) -> Option<(Vec<String>, i32)> {
+fn command(line: &str, program: &str) -> Option<Cmd> {
     let rest = line
         .strip_prefix("$ ")?
         .strip_prefix(program)?
@@ -84,7 +87,7 @@ pub fn check_console_blocks(
 ) -> usize {
     let mut ran = 0;
     for (_, body) in blocks(md).into_iter().filter(|(l, _)| l == "console") {
-        let mut steps: Vec<(Option<(Vec<String>, i32)>, Vec<String>)> = Vec::new();
+        let mut steps: Vec<(Option<Cmd>, Vec<String>)> = Vec::new();
         for line in body.lines() {
             if line.starts_with("$ ") {
                 steps.push((command(line, program), Vec::new()));

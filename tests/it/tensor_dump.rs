@@ -272,7 +272,7 @@ fn assert_bits_eq(what: &str, got: &[u8], want: &[u8]) {
         want.len()
     );
     if got != want {
-        let diff = if got.len() % 4 == 0 {
+        let diff = if got.len().is_multiple_of(4) {
             format!("{:?}", first_f32_diff(got, want))
         } else {
             let i = got.iter().zip(want).position(|(a, b)| a != b).unwrap();

@@ -96,7 +96,7 @@ pub fn locate(clusters: u32, core: u32) -> Option<(u32, Subtask)> {
         let v = core - clusters;
         Some((
             v / 2,
-            if v % 2 == 0 {
+            if v.is_multiple_of(2) {
                 Subtask::Aiv0
             } else {
                 Subtask::Aiv1

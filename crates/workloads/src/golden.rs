@@ -34,8 +34,9 @@ impl GoldenCheck {
             // Relative to |ref|, floored at the tolerance: near zero only the
             // absolute error means anything.
             let rel = abs / r.abs().max(tol);
-            // Negated so that a NaN error fails.
-            if !(abs <= tol + tol * r.abs()) {
+            // False for a NaN reference too: it fails.
+            let within = abs <= tol + tol * r.abs();
+            if !within {
                 passed = false;
                 failed += 1;
             }

@@ -135,7 +135,7 @@ impl Core {
             ));
         }
         self.check_tile(instr, t)?;
-        if t.offset as usize % t.dtype.size() != 0 {
+        if !(t.offset as usize).is_multiple_of(t.dtype.size()) {
             return Err(bad(
                 instr,
                 format!(

@@ -154,7 +154,7 @@ pub(crate) fn write_code_exe<W: Write>(
 /// `sum / count`, as an integer when exact, else with one decimal.
 fn average(sum: u128, count: u64) -> String {
     let count = u128::from(count.max(1));
-    if sum % count == 0 {
+    if sum.is_multiple_of(count) {
         (sum / count).to_string()
     } else {
         format!("{:.1}", sum as f64 / count as f64)
