@@ -21,19 +21,7 @@ pub(crate) fn run(a: &RunArgs, ws: &Workloads) -> Result<ExitCode> {
         None => w.default_case(),
     };
     let mut cfg = a.chip.config()?;
-    let timeline = crate::swimlane_cfg::configure(&a.timeline, &mut cfg)?;
-    let root = Path::new("outputs");
-    let mut run_dir = crate::dump_cfg::configure(&a.dump, &mut cfg, w.name(), case, root)?;
-    if timeline && run_dir.is_none() {
-        let out = a.dump.output.as_deref();
-        run_dir = Some(crate::dump_cfg::create_run_dir(out, root, w.name(), case)?);
-    }
-    if let (Some(o), None) = (&a.dump.output, &run_dir) {
-        bail!(
-            "--output {}: nothing to write there; add --dump-tensor, --dump-args, --dump-kernel-args, --dump-all, --swimlane or --predict",
-            o.display()
-        );
-    }
+    let run_dir = configure(a, &mut cfg, w.name(), case)?;
     let rt = Runtime::new(cfg.clone(), w.kernels())?;
     let result = run_with_progress(w, case, a.seed, &rt);
     let write_timeline = |failed: bool| match &run_dir {
@@ -87,6 +75,30 @@ pub(crate) fn run(a: &RunArgs, ws: &Workloads) -> Result<ExitCode> {
         return Ok(code);
     }
     Ok(exit_code(&out.golden))
+}
+
+/// Dumps and timeline into `cfg`; the run directory when anything is
+/// written (an `--output` with nothing to write there is refused).
+fn configure(
+    a: &RunArgs,
+    cfg: &mut simpler_runtime::RuntimeConfig,
+    workload: &str,
+    case: &str,
+) -> Result<Option<RunDir>> {
+    let timeline = crate::swimlane_cfg::configure(&a.timeline, cfg)?;
+    let root = Path::new("outputs");
+    let mut run_dir = crate::dump_cfg::configure(&a.dump, cfg, workload, case, root)?;
+    if timeline && run_dir.is_none() {
+        let out = a.dump.output.as_deref();
+        run_dir = Some(crate::dump_cfg::create_run_dir(out, root, workload, case)?);
+    }
+    if let (Some(o), None) = (&a.dump.output, &run_dir) {
+        bail!(
+            "--output {}: nothing to write there; add --dump-tensor, --dump-args, --dump-kernel-args, --dump-all, --swimlane or --predict",
+            o.display()
+        );
+    }
+    Ok(run_dir)
 }
 
 /// `w.run` with a spinner counting finished tasks (on a terminal, once
