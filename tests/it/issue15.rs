@@ -613,7 +613,12 @@ fn the_readme_says_what_a_first_build_needs() {
         readme.contains(&format!("Rust {version} or newer")),
         "README lacks the Rust version"
     );
-    for want in ["cargo install --path .", "crates.io", "GiB", "minutes"] {
+    for want in [
+        "cargo install --locked --path .",
+        "crates.io",
+        "GiB",
+        "minutes",
+    ] {
         assert!(readme.contains(want), "README lacks {want:?}");
     }
 }

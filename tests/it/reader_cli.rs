@@ -192,7 +192,8 @@ fn exports_npy_and_txt_to_the_default_and_given_dirs() {
     let dir = path_str(&base.path().join("run"));
     let (code, out) = run(&[&dir, "--export", "npy"], Path::new("/")).unwrap();
     assert_eq!(code, 0);
-    let export = dump_dir.join("export");
+    // Beside the dump folder, never in it (issue 15).
+    let export = dump_dir.with_file_name("tensor_dump_export");
     assert!(
         out.contains(&format!(
             "exported 12 of 12 records as npy to {}",
