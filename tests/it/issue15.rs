@@ -624,10 +624,10 @@ fn the_readme_says_what_a_first_build_needs() {
 }
 
 #[test]
-fn a_user_workload_clashing_with_a_bundled_name_is_refused() {
-    // The example crate registers dense_relu; a clash is refused by the
-    // registry at startup (unit-tested there); here: the whole CLI runs
-    // the bundled workloads through the same list.
+fn an_unknown_workload_names_the_registered_ones() {
+    // Every command looks workloads up in the registry `cli::main` builds
+    // (a user workload clashing with a bundled name is refused there:
+    // registry::tests::a_user_workload_may_not_shadow_a_bundled_one).
     let tmp = tempfile::tempdir().unwrap();
     let o = simpler(tmp.path()).args(["run", "nope"]).output().unwrap();
     let (_, err) = text(&o);
