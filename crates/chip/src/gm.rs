@@ -448,7 +448,7 @@ impl Gm {
         let len = dst.len() as u64;
         if area.contains(addr, len) && self.mapped(addr, len) {
             match <&mut [u8; 8]>::try_from(&mut *dst) {
-                Ok(word) if addr % 8 == 0 => *word = self.mem.load_word(self.offset(addr)),
+                Ok(word) if addr.is_multiple_of(8) => *word = self.mem.load_word(self.offset(addr)),
                 _ => self.mem.load(self.offset(addr), dst),
             }
             return Ok(());

@@ -79,7 +79,7 @@ impl SharedBytes {
         if n == 0 {
             return &[];
         }
-        assert!(off % WORD == 0 && off + n * WORD <= self.len);
+        assert!(off.is_multiple_of(WORD) && off + n * WORD <= self.len);
         // SAFETY: the words lie inside the live mapping (the callers' range
         // check) and are 8-aligned (base and `off` are); `AtomicU64` has
         // the layout of `u64`; every access to these bytes, by any thread,
@@ -107,7 +107,7 @@ impl SharedBytes {
     #[inline]
     pub fn load_word(&self, off: usize) -> [u8; WORD] {
         assert!(
-            off % WORD == 0 && self.in_range(off, WORD),
+            off.is_multiple_of(WORD) && self.in_range(off, WORD),
             "unaligned or outside the mapping"
         );
         self.words(off, 1)[0].load(Relaxed).to_ne_bytes()
@@ -137,7 +137,7 @@ impl SharedBytes {
             }
             return;
         }
-        if inner == 0 && dst.len() % WORD == 0 {
+        if inner == 0 && dst.len().is_multiple_of(WORD) {
             // Whole words (argument slots, descriptors, most tiles).
             let chunks: &mut [[u8; WORD]] = bytemuck::cast_slice_mut(dst);
             for (w, chunk) in self.words(off, chunks.len()).iter().zip(chunks) {
@@ -199,7 +199,7 @@ impl SharedBytes {
             }
             return;
         }
-        if inner == 0 && src.len() % WORD == 0 {
+        if inner == 0 && src.len().is_multiple_of(WORD) {
             let chunks: &[[u8; WORD]] = bytemuck::cast_slice(src);
             for (w, chunk) in self.words(off, chunks.len()).iter().zip(chunks) {
                 w.store(u64::from_ne_bytes(*chunk), Relaxed);
