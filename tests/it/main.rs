@@ -5,6 +5,7 @@ mod args_dump;
 mod bench;
 mod cli;
 mod common;
+mod doc_api;
 mod doc_check;
 mod dump_cli;
 mod dump_diff;
