@@ -4,9 +4,11 @@
 //! slots `0..T` hold GM addresses of 128-byte tensor descriptors, `T..T+S`
 //! raw scalar bits, slot [`LOCAL_CONTEXT_SLOT`] the address of a
 //! [`LocalContext`] and slot [`GLOBAL_CONTEXT_SLOT`] that of a
-//! [`GlobalContext`]. The runtime writes one [`payload`] per dispatch; kernels,
-//! dumps and replay all read the same bytes. Changing anything here changes
-//! the format version of the kernel args dump.
+//! [`GlobalContext`]. The runtime writes one [`payload`] per dispatch,
+//! encoded by [`encode_payload`] (the one encoder: the runtime, replay and
+//! the dispatch bench's baseline all use it); kernels, dumps and replay all
+//! read the same bytes. Changing anything here changes the format version
+//! of the kernel args dump.
 
 /// Number of u64 slots in a dispatch's argument array.
 pub const ARG_SLOTS: usize = 50;
@@ -93,6 +95,91 @@ pub mod payload {
     pub const BYTES: u64 = DESCS + (MAX_TENSORS * crate::ChipTensor::BYTES) as u64;
 }
 
+/// Why a dispatch payload cannot be encoded.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum PayloadError {
+    /// More tensor descriptors than the argument array has slots for.
+    #[error("{0} tensor arguments; a dispatch takes at most {MAX_TENSORS}")]
+    TooManyTensors(usize),
+    /// More scalars than the argument array has slots for.
+    #[error("{0} scalar arguments; a dispatch takes at most {MAX_SCALARS}")]
+    TooManyScalars(usize),
+}
+
+/// Encode one dispatch's payload as it sits at GM address `base`: the
+/// argument array (slot `i < T` = the address of descriptor `i`, then the
+/// scalars' raw bits, slots 48/49 the contexts' addresses), the two
+/// contexts and the `T` descriptors, laid out as [`payload`] says.
+///
+/// `out` is cleared and filled with the first `payload::DESCS + 128 T`
+/// bytes of the payload (every byte of that prefix is written; the rest
+/// of a payload area is never read). Returns the number of argument slots
+/// used from 0 (`T + S`), so a caller that reuses an area knows which
+/// slots a later, smaller dispatch must clear.
+///
+/// # Errors
+/// More than [`MAX_TENSORS`] descriptors or [`MAX_SCALARS`] scalars
+/// (nothing is encoded then).
+///
+/// ```
+/// use simpler_core::{abi::{self, payload, GlobalContext, LocalContext}, ChipTensor, DType};
+/// let t = ChipTensor::contiguous(0x1000, &[4], DType::Float32);
+/// let mut buf = Vec::new();
+/// let used = abi::encode_payload(0x8000, [&t], [7u64],
+///     LocalContext { block_idx: 1, block_num: 2 }, GlobalContext { sub_block_id: 0 }, &mut buf).unwrap();
+/// assert_eq!(used, 2);
+/// assert_eq!(buf.len(), payload::DESCS as usize + ChipTensor::BYTES);
+/// let slot = |i: usize| u64::from_le_bytes(buf[8 * i..8 * i + 8].try_into().unwrap());
+/// assert_eq!(slot(0), 0x8000 + payload::DESCS);
+/// assert_eq!(slot(1), 7);
+/// assert_eq!(slot(abi::LOCAL_CONTEXT_SLOT), 0x8000 + payload::LOCAL_CONTEXT);
+/// ```
+pub fn encode_payload<'a, D, S>(
+    base: u64,
+    descs: D,
+    scalars: S,
+    local: LocalContext,
+    global: GlobalContext,
+    out: &mut Vec<u8>,
+) -> Result<usize, PayloadError>
+where
+    D: IntoIterator<Item = &'a crate::ChipTensor>,
+    D::IntoIter: ExactSizeIterator,
+    S: IntoIterator<Item = u64>,
+    S::IntoIter: ExactSizeIterator,
+{
+    let (descs, scalars) = (descs.into_iter(), scalars.into_iter());
+    let (nt, ns) = (descs.len(), scalars.len());
+    if nt > MAX_TENSORS {
+        return Err(PayloadError::TooManyTensors(nt));
+    }
+    if ns > MAX_SCALARS {
+        return Err(PayloadError::TooManyScalars(ns));
+    }
+    let desc_bytes = crate::ChipTensor::BYTES;
+    out.clear();
+    out.resize(payload::DESCS as usize + nt * desc_bytes, 0);
+    let put_slot = |out: &mut Vec<u8>, i: usize, v: u64| {
+        let at = payload::ARGS as usize + 8 * i;
+        out[at..at + 8].copy_from_slice(&v.to_le_bytes());
+    };
+    for (i, d) in descs.enumerate() {
+        let at = payload::DESCS as usize + i * desc_bytes;
+        out[at..at + desc_bytes].copy_from_slice(&d.to_bytes());
+        put_slot(out, i, base + at as u64);
+    }
+    for (j, bits) in scalars.enumerate() {
+        put_slot(out, nt + j, bits);
+    }
+    put_slot(out, LOCAL_CONTEXT_SLOT, base + payload::LOCAL_CONTEXT);
+    put_slot(out, GLOBAL_CONTEXT_SLOT, base + payload::GLOBAL_CONTEXT);
+    let l = payload::LOCAL_CONTEXT as usize;
+    out[l..l + LocalContext::BYTES].copy_from_slice(&local.to_bytes());
+    let g = payload::GLOBAL_CONTEXT as usize;
+    out[g..g + GlobalContext::BYTES].copy_from_slice(&global.to_bytes());
+    Ok(nt + ns)
+}
+
 // The layout fits together: contexts before the descriptors, scalars end
 // where the context slots begin.
 const _: () = assert!(payload::GLOBAL_CONTEXT + 8 <= payload::DESCS);
@@ -111,5 +198,64 @@ mod tests {
         assert_eq!(LocalContext::from_bytes(l.to_bytes()), l);
         let g = GlobalContext { sub_block_id: 1 };
         assert_eq!(GlobalContext::from_bytes(g.to_bytes()), g);
+    }
+
+    fn slot(buf: &[u8], i: usize) -> u64 {
+        u64::from_le_bytes(buf[8 * i..8 * i + 8].try_into().unwrap())
+    }
+
+    #[test]
+    fn encoded_payload_points_at_its_own_descriptors_and_contexts() {
+        use crate::{ChipTensor, DType};
+        let a = ChipTensor::contiguous(0x1000, &[2, 3], DType::Float32);
+        let b = ChipTensor::contiguous(0x2000, &[5], DType::Bfloat16);
+        let base = 0x7f00_0000_0000;
+        let mut buf = vec![0xaa; 4096];
+        let used = encode_payload(
+            base,
+            [&a, &b],
+            [1.5f32.to_bits().into(), u64::MAX],
+            LocalContext {
+                block_idx: 3,
+                block_num: 4,
+            },
+            GlobalContext { sub_block_id: 1 },
+            &mut buf,
+        )
+        .unwrap();
+        assert_eq!(used, 4);
+        assert_eq!(buf.len(), payload::DESCS as usize + 2 * ChipTensor::BYTES);
+        for (i, want) in [a, b].iter().enumerate() {
+            let at = (slot(&buf, i) - base) as usize;
+            assert_eq!(at, payload::DESCS as usize + i * ChipTensor::BYTES);
+            assert_eq!(&ChipTensor::from_bytes(&buf[at..at + 128]).unwrap(), want);
+        }
+        assert_eq!(slot(&buf, 2), u64::from(1.5f32.to_bits()));
+        assert_eq!(slot(&buf, 3), u64::MAX);
+        // Unused slots are zero, whatever the buffer held before.
+        assert!((4..LOCAL_CONTEXT_SLOT).all(|i| slot(&buf, i) == 0));
+        let l = (slot(&buf, LOCAL_CONTEXT_SLOT) - base) as usize;
+        let lc = LocalContext::from_bytes(buf[l..l + 8].try_into().unwrap());
+        assert_eq!((lc.block_idx, lc.block_num), (3, 4));
+        let g = (slot(&buf, GLOBAL_CONTEXT_SLOT) - base) as usize;
+        let gc = GlobalContext::from_bytes(buf[g..g + 8].try_into().unwrap());
+        assert_eq!(gc.sub_block_id, 1);
+        assert!(buf[g + 8..payload::DESCS as usize].iter().all(|&x| x == 0));
+    }
+
+    #[test]
+    fn too_many_arguments_are_refused_before_anything_is_written() {
+        let d = crate::ChipTensor::contiguous(0, &[1], crate::DType::Int8);
+        let descs = vec![&d; MAX_TENSORS + 1];
+        let mut buf = vec![1u8; 3];
+        let ctx = (LocalContext::default(), GlobalContext::default());
+        let e = encode_payload(0, descs, [], ctx.0, ctx.1, &mut buf).unwrap_err();
+        assert_eq!(e, PayloadError::TooManyTensors(MAX_TENSORS + 1));
+        let e = encode_payload(0, [], vec![0; MAX_SCALARS + 1], ctx.0, ctx.1, &mut buf);
+        assert_eq!(
+            e.unwrap_err(),
+            PayloadError::TooManyScalars(MAX_SCALARS + 1)
+        );
+        assert_eq!(buf, [1, 1, 1]);
     }
 }

@@ -19,7 +19,7 @@ use std::{
 
 use simpler_chip::{Gm, GmArea, GM_ALIGN};
 use simpler_core::{
-    abi::{payload, GlobalContext, LocalContext, GLOBAL_CONTEXT_SLOT, LOCAL_CONTEXT_SLOT},
+    abi::{self, payload, GlobalContext, LocalContext},
     ChipTensor, DType,
 };
 use simpler_isa::KernelDef;
@@ -341,26 +341,12 @@ pub fn execute(
     // One payload per member: same slots, its own contexts; in a reserved
     // region, as the runtime's (kernels read it, none can write it).
     let mut bases = Vec::with_capacity(plan.members.len());
+    let mut staged = Vec::new();
     for m in &plan.members {
         let region = gm
             .reserve(payload::BYTES)
             .map_err(|e| gm_err("dispatch payload", e))?;
         let base = region.base();
-        let w = |off: u64, b: &[u8]| {
-            gm.write_reserved(&region, base + off, b)
-                .map_err(|e| gm_err("payload", e))
-        };
-        for (i, d) in descs.iter().enumerate() {
-            let at = payload::DESCS + (i * ChipTensor::BYTES) as u64;
-            w(at, &d.to_bytes())?;
-            w(payload::ARGS + 8 * i as u64, &(base + at).to_le_bytes())?;
-        }
-        for s in &plan.scalars {
-            w(
-                payload::ARGS + 8 * u64::from(s.arg_index),
-                &s.bits.to_le_bytes(),
-            )?;
-        }
         let local = LocalContext {
             block_idx: plan.block_idx as i32,
             block_num: plan.block_num as i32,
@@ -368,16 +354,11 @@ pub fn execute(
         let global = GlobalContext {
             sub_block_id: m.sub_block_id,
         };
-        w(payload::LOCAL_CONTEXT, &local.to_bytes())?;
-        w(payload::GLOBAL_CONTEXT, &global.to_bytes())?;
-        w(
-            payload::ARGS + 8 * LOCAL_CONTEXT_SLOT as u64,
-            &(base + payload::LOCAL_CONTEXT).to_le_bytes(),
-        )?;
-        w(
-            payload::ARGS + 8 * GLOBAL_CONTEXT_SLOT as u64,
-            &(base + payload::GLOBAL_CONTEXT).to_le_bytes(),
-        )?;
+        let scalars = plan.scalars.iter().map(|s| s.bits);
+        abi::encode_payload(base, &descs, scalars, local, global, &mut staged)
+            .map_err(|e| gm_err("dispatch payload", e))?;
+        gm.write_reserved(&region, base, &staged)
+            .map_err(|e| gm_err("payload", e))?;
         bases.push(region.area());
     }
 

@@ -5,11 +5,8 @@
 
 use simpler_chip::{Gm, Reserved};
 use simpler_core::{
-    abi::{
-        payload, GlobalContext, LocalContext, ARG_SLOTS, GLOBAL_CONTEXT_SLOT, LOCAL_CONTEXT_SLOT,
-    },
+    abi::{self, payload, GlobalContext, LocalContext, LOCAL_CONTEXT_SLOT},
     topology::Subtask,
-    ChipTensor,
 };
 
 use crate::task::Task;
@@ -22,46 +19,29 @@ pub(crate) fn payload_slots(base: u64, id: u32, depth: u32) -> Vec<u64> {
 }
 
 /// Stage block `block` of `task` for a `subtask` core whose area is at
-/// `base` into `buf`; returns how many argument slots (from 0) it uses.
+/// `base` into `buf` (through the one encoder, `abi::encode_payload`);
+/// returns how many argument slots (from 0) it uses.
+///
+/// # Errors
+/// More tensors or scalars than the argument array holds (the submit
+/// refuses those first).
 pub(crate) fn stage(
     buf: &mut Vec<u8>,
     task: &Task,
     base: u64,
     block: u32,
     subtask: Subtask,
-) -> usize {
-    buf.clear();
-    buf.resize(
-        payload::DESCS as usize + task.tensors.len() * ChipTensor::BYTES,
-        0,
-    );
-    let mut slots = [0u64; ARG_SLOTS];
-    for (i, t) in task.tensors.iter().enumerate() {
-        let off = payload::DESCS as usize + i * ChipTensor::BYTES;
-        buf[off..off + ChipTensor::BYTES].copy_from_slice(&t.desc.to_bytes());
-        slots[i] = base + off as u64;
-    }
-    let nt = task.tensors.len();
-    for (j, s) in task.scalars.iter().enumerate() {
-        slots[nt + j] = s.scalar.bits;
-    }
-    slots[LOCAL_CONTEXT_SLOT] = base + payload::LOCAL_CONTEXT;
-    slots[GLOBAL_CONTEXT_SLOT] = base + payload::GLOBAL_CONTEXT;
-    for (i, s) in slots.iter().enumerate() {
-        buf[8 * i..8 * i + 8].copy_from_slice(&s.to_le_bytes());
-    }
-    let lc = LocalContext {
+) -> Result<usize, abi::PayloadError> {
+    let local = LocalContext {
         block_idx: block as i32,
         block_num: task.block_num as i32,
     };
-    let gc = GlobalContext {
+    let global = GlobalContext {
         sub_block_id: subtask.sub_block_id(),
     };
-    let l = payload::LOCAL_CONTEXT as usize;
-    buf[l..l + 8].copy_from_slice(&lc.to_bytes());
-    let g = payload::GLOBAL_CONTEXT as usize;
-    buf[g..g + 8].copy_from_slice(&gc.to_bytes());
-    nt + task.scalars.len()
+    let descs = task.tensors.iter().map(|t| &t.desc);
+    let scalars = task.scalars.iter().map(|s| s.scalar.bits);
+    abi::encode_payload(base, descs, scalars, local, global, buf)
 }
 
 /// Write the parts of a staged payload that can differ from what the area

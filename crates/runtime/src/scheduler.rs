@@ -518,7 +518,15 @@ impl Worker {
         core.next_payload = (k + 1) % core.payloads.len();
         let task = &item.task;
         let buf = &mut self.staging;
-        let used = stage(buf, task, base, item.block, subtask);
+        let used = match stage(buf, task, base, item.block, subtask) {
+            Ok(used) => used,
+            Err(e) => {
+                self.shared.fail(RuntimeError::Orchestration(format!(
+                    "cannot encode dispatch payload: {e}"
+                )));
+                return;
+            }
+        };
         let clear = std::mem::replace(&mut core.slots_used[k], used).max(used);
         if let Err(e) = crate::payload::write(&self.shared.gm, &self.payload, base, buf, clear) {
             self.shared.fail(RuntimeError::Orchestration(format!(

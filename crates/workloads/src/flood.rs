@@ -25,7 +25,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use simpler_chip::{ArchProfile, Gm};
 use simpler_core::{
-    abi::{payload, GlobalContext, LocalContext, GLOBAL_CONTEXT_SLOT, LOCAL_CONTEXT_SLOT},
+    abi::{self, payload, GlobalContext, LocalContext},
     topology::CoreType,
     ChipTensor, DType, KResult, KernelError,
 };
@@ -215,27 +215,19 @@ pub fn flood_kernel_loop(n: u64) -> Result<Duration, KernelError> {
     let put = |addr: u64, b: &[u8]| gm.write_reserved(&region, addr, b);
     let x_t = ChipTensor::contiguous(x_addr, &[p, ROW], DType::Float32);
     let y_t = ChipTensor::contiguous(y_addr, &[p, ROW], DType::Float32);
+    let mut buf = Vec::new();
     for i in 0..p {
         let base = pay + u64::from(i) * payload::BYTES;
         let xi = x_t.view(&[i, 0], &[1, ROW])?;
         let yi = y_t.view(&[i, 0], &[1, ROW])?;
-        for (slot, d) in [xi, yi].iter().enumerate() {
-            let at = base + payload::DESCS + (slot * ChipTensor::BYTES) as u64;
-            put(at, &d.to_bytes())?;
-            put(base + 8 * slot as u64, &at.to_le_bytes())?;
-        }
-        put(base + 16, &u64::from((i as f32).to_bits()).to_le_bytes())?;
         let lc = LocalContext {
             block_idx: 0,
             block_num: 1,
         };
         let gc = GlobalContext { sub_block_id: 0 };
-        put(base + payload::LOCAL_CONTEXT, &lc.to_bytes())?;
-        put(base + payload::GLOBAL_CONTEXT, &gc.to_bytes())?;
-        let lc_at = base + payload::LOCAL_CONTEXT;
-        put(base + 8 * LOCAL_CONTEXT_SLOT as u64, &lc_at.to_le_bytes())?;
-        let gc_at = base + payload::GLOBAL_CONTEXT;
-        put(base + 8 * GLOBAL_CONTEXT_SLOT as u64, &gc_at.to_le_bytes())?;
+        let s = u64::from((i as f32).to_bits());
+        abi::encode_payload(base, [&xi, &yi], [s], lc, gc, &mut buf).map_err(KernelError::msg)?;
+        put(base, &buf)?;
     }
     let mut core = Core::new(0, CoreType::Aiv, &ArchProfile::a2a3(), gm.clone());
     let kernel = flood_add_scalar;
