@@ -44,6 +44,8 @@ mod config;
 mod core_slot;
 mod core_thread;
 mod error;
+pub mod floor;
+mod idle;
 mod kernels;
 mod orchestrator;
 mod payload;
