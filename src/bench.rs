@@ -140,7 +140,7 @@ fn dispatch(a: &BenchArgs) -> Result<Outcome> {
     let mut best_flood = Duration::MAX;
     let mut best_loop = Duration::MAX;
     let mut best_floor = Duration::MAX;
-    let workers = std::thread::available_parallelism().map_or(1, |p| p.get());
+    let workers = cfg.workers as usize;
     for rep in 0..a.reps() {
         crate::progress::status(&format!(
             "flood, kernel loop and floor, rep {} of {}",
@@ -169,8 +169,7 @@ fn dispatch(a: &BenchArgs) -> Result<Outcome> {
     config.insert("reps".into(), json!(a.reps()));
     config.insert("clusters".into(), json!(cfg.clusters));
     config.insert("sched_threads".into(), json!(cfg.sched_threads));
-    config.insert("core_queue_depth".into(), json!(cfg.core_queue_depth));
-    config.insert("floor_workers".into(), json!(workers));
+    config.insert("workers".into(), json!(cfg.workers));
     config.insert("arch".into(), json!(cfg.arch.name));
     config.insert(
         "cpus".into(),
@@ -205,6 +204,7 @@ fn chip_config(a: &BenchArgs) -> Result<Map<String, Value>> {
     m.insert("reps".into(), json!(a.reps()));
     m.insert("clusters".into(), json!(cfg.clusters));
     m.insert("sched_threads".into(), json!(cfg.sched_threads));
+    m.insert("workers".into(), json!(cfg.workers));
     m.insert("arch".into(), json!(cfg.arch.name));
     m.insert(
         "cpus".into(),

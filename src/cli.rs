@@ -192,9 +192,13 @@ pub(crate) struct ChipArgs {
     /// Clusters (1 AIC + 2 AIV each).
     #[arg(long, default_value_t = 8)]
     pub clusters: u32,
-    /// Scheduler threads.
+    /// Schedulers of the simulated AICPU (logical: a timeline track each).
     #[arg(long, default_value_t = 3)]
     pub sched_threads: u32,
+    /// Worker threads that run kernels, 1 to 256 (default: the machine's
+    /// available parallelism).
+    #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = parse_workers)]
+    pub workers: Option<u32>,
     /// Global memory to reserve, in MiB (1 to 1048576, i.e. 1 TiB).
     #[arg(long, default_value_t = 4096, value_name = "MIB", allow_hyphen_values = true, value_parser = parse_gm_mib)]
     pub gm_mib: u64,
@@ -222,6 +226,12 @@ fn parse_timeout(s: &str) -> Result<f64, String> {
         Ok(t) if t > 0.0 && t <= MAX_TIMEOUT_S => Ok(t),
         _ => Err("expected seconds in (0, 1e9]".into()),
     }
+}
+
+/// `--workers`: a whole number in `1..=MAX_WORKERS`.
+fn parse_workers(s: &str) -> Result<u32, String> {
+    let max = simpler_runtime::MAX_WORKERS;
+    parse_count(s, u64::from(max), "worker threads").map(|n| n as u32)
 }
 
 /// A whole number in `1..=max` (of `unit`s).
@@ -270,6 +280,9 @@ impl ChipArgs {
             arch,
             clusters: self.clusters,
             sched_threads: self.sched_threads,
+            workers: self
+                .workers
+                .unwrap_or_else(simpler_runtime::default_workers),
             gm_bytes: self.gm_mib << 20,
             timeout,
             cancel: crate::signals::token(),

@@ -48,7 +48,7 @@ pub(crate) fn run(a: &RunArgs, ws: &Workloads) -> Result<ExitCode> {
 
     let r = &out.report;
     println!(
-        "{} {case} (seed {}): {} tasks, {} {}, {} dispatches on {} clusters / {} schedulers ({}) in {:.2} ms{}",
+        "{} {case} (seed {}): {} tasks, {} {}, {} dispatches on {} clusters / {} schedulers / {} workers ({}) in {:.2} ms{}",
         w.name(),
         a.seed,
         r.tasks,
@@ -57,6 +57,7 @@ pub(crate) fn run(a: &RunArgs, ws: &Workloads) -> Result<ExitCode> {
         r.dispatches,
         cfg.clusters,
         cfg.sched_threads,
+        cfg.workers,
         cfg.arch.name,
         r.wall.as_secs_f64() * 1e3,
         races_note(r.write_races)

@@ -166,6 +166,7 @@ fn callgrind(a: &BenchArgs, symbol: &str, out: &Path) -> Result<(u64, Value)> {
             &a.chip.clusters.to_string(),
         ])
         .args(["--sched-threads", &a.chip.sched_threads.to_string()])
+        .args(a.chip.workers.map(|w| format!("--workers={w}")))
         .args(["--gm-mib", &a.chip.gm_mib.to_string()])
         .output()
         .context("running valgrind")?;

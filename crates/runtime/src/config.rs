@@ -13,14 +13,18 @@ pub struct RuntimeConfig {
     pub arch: ArchProfile,
     /// Number of clusters (1 AIC + 2 AIV each).
     pub clusters: u32,
-    /// Scheduler threads on the simulated AICPU.
+    /// Schedulers of the simulated AICPU: logical (cluster `c` belongs to
+    /// scheduler `c % sched_threads`); the timeline has a track per
+    /// scheduler.
     pub sched_threads: u32,
+    /// Worker threads that run kernels (and the schedulers' work); each
+    /// binds one idle logical core per dispatch. Default: the machine's
+    /// available parallelism.
+    pub workers: u32,
     /// Bytes of global memory to reserve.
     pub gm_bytes: u64,
     /// Task slots per ring: how far orchestration may run ahead of completion.
     pub task_window: u32,
-    /// Dispatches a core may have queued (1 = strictly one at a time).
-    pub core_queue_depth: u32,
     /// Abort the run when it takes longer.
     pub timeout: Option<Duration>,
     /// Dump what tasks receive and produce (`None`: off, zero cost).
@@ -35,15 +39,25 @@ pub struct RuntimeConfig {
     pub racecheck: RaceCheck,
 }
 
+/// Most worker threads a run may have.
+pub const MAX_WORKERS: u32 = 256;
+
+/// The machine's available parallelism, within `1..=MAX_WORKERS`.
+pub fn default_workers() -> u32 {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get() as u32)
+        .clamp(1, MAX_WORKERS)
+}
+
 impl Default for RuntimeConfig {
     fn default() -> Self {
         RuntimeConfig {
             arch: ArchProfile::a2a3(),
             clusters: 8,
             sched_threads: 3,
+            workers: default_workers(),
             gm_bytes: 4 << 30,
             task_window: 4096,
-            core_queue_depth: 4,
             timeout: None,
             dump: None,
             swimlane: None,
@@ -78,10 +92,10 @@ impl RuntimeConfig {
                 self.task_window
             ));
         }
-        if !(1..=8).contains(&self.core_queue_depth) {
+        if !(1..=MAX_WORKERS).contains(&self.workers) {
             return bad(format!(
-                "core queue depth {} is outside 1..=8",
-                self.core_queue_depth
+                "--workers {} is outside 1..={MAX_WORKERS}",
+                self.workers
             ));
         }
         if let Some(s) = &self.swimlane {

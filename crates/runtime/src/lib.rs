@@ -1,7 +1,8 @@
 //! The runtime: orchestration, dependency inference, scheduling, dispatch.
 //!
 //! A [`Runtime`] owns the simulated chip's GM and a [`KernelRegistry`].
-//! [`Runtime::run`] starts scheduler and core threads and hands an
+//! [`Runtime::run`] starts a pool of worker threads (kernels run on
+//! logical cores bound per dispatch) and hands an
 //! [`Orchestrator`] to your orchestration function, which submits tasks
 //! ([`Orchestrator::submit`] with [`Kernels`] and [`TaskArgs`]), opens
 //! [`Orchestrator::scope`]s and reads scalars. Dependencies are inferred from
@@ -42,7 +43,7 @@ mod args;
 mod cancel;
 mod config;
 mod core_slot;
-mod core_thread;
+mod cores;
 mod error;
 pub mod floor;
 mod idle;
@@ -56,10 +57,11 @@ mod snapshot;
 pub mod swimlane;
 mod task;
 pub mod tensormap;
+mod worker;
 
 pub use args::{ArgRole, OrchArg, OrchArgs, Scalar, TaskArgs, Tensor, TensorArg, TensorInfo};
 pub use cancel::CancelToken;
-pub use config::RuntimeConfig;
+pub use config::{default_workers, RuntimeConfig, MAX_WORKERS};
 pub use error::RuntimeError;
 pub use kernels::{KernelRegistry, Kernels, Shape};
 pub use orchestrator::{Orchestrator, Submitted, MAX_RINGS};

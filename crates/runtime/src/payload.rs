@@ -11,13 +11,6 @@ use simpler_core::{
 
 use crate::task::Task;
 
-/// The `depth` payload areas of core `id`, in the region at `base`.
-pub(crate) fn payload_slots(base: u64, id: u32, depth: u32) -> Vec<u64> {
-    (0..depth)
-        .map(|k| base + payload::BYTES * (u64::from(id) * u64::from(depth) + u64::from(k)))
-        .collect()
-}
-
 /// Stage block `block` of `task` for a `subtask` core whose area is at
 /// `base` into `buf` (through the one encoder, `abi::encode_payload`);
 /// returns how many argument slots (from 0) it uses.

@@ -11,7 +11,7 @@ use simpler_chip::Gm;
 use simpler_core::{ChipTensor, DType, WriteRace};
 
 use crate::{
-    scheduler::{Chip, Shared},
+    scheduler::{Chip, ChipSpec, Shared},
     KernelDef, KernelRegistry, OrchArg, OrchArgs, Orchestrator, RuntimeConfig, RuntimeError,
     Tensor,
 };
@@ -197,8 +197,8 @@ impl Runtime {
         Ok(bytemuck::pod_collect_to_vec(&bytes))
     }
 
-    /// Run an orchestration to completion on a fresh set of core and
-    /// scheduler threads.
+    /// Run an orchestration to completion on a fresh pool of worker
+    /// threads.
     ///
     /// An abnormal end still exports the dump, marked incomplete with the
     /// reason; after a timeout or a cancel ([`crate::CancelToken`]) the
@@ -226,18 +226,17 @@ impl Runtime {
             None => None,
         };
         let deadline = self.cfg.timeout.and_then(|t| start.checked_add(t));
-        let mut chip = Chip::start(
-            self.gm.clone(),
-            &self.cfg.arch,
-            self.cfg.clusters,
-            self.cfg.sched_threads,
-            self.cfg.core_queue_depth,
-            parker.unparker().clone(),
-            dump.as_ref(),
-            self.cfg.swimlane.as_ref(),
+        let spec = ChipSpec {
+            arch: &self.cfg.arch,
+            clusters: self.cfg.clusters,
+            sched_threads: self.cfg.sched_threads,
+            workers: self.cfg.workers,
+            dump: dump.as_ref(),
+            swimlane: self.cfg.swimlane.as_ref(),
             deadline,
-            self.cfg.racecheck,
-        )?;
+            racecheck: self.cfg.racecheck,
+        };
+        let mut chip = Chip::start(self.gm.clone(), &spec, parker.unparker().clone())?;
         let shared = chip.shared.clone();
         self.cfg.cancel.attach(&shared);
         if let Some(d) = &dump {
@@ -282,8 +281,8 @@ impl Runtime {
         let edges = o.edges();
         let orch_rec = o.take_recording();
         drop(o);
-        chip.stop_schedulers(hang);
-        *self.last_swimlane.lock() = orch_rec.map(|r| self.swimlane_recorded(r, &mut chip));
+        chip.stop_workers(hang);
+        *self.last_swimlane.lock() = orch_rec.map(|r| self.swimlane_recorded(r, &chip));
         let unfinished = match shared.forced() {
             true => crate::snapshot::take(&shared, &live, dump.as_ref()),
             false => Vec::new(),
@@ -329,13 +328,13 @@ impl Runtime {
     fn swimlane_recorded(
         &self,
         orch: crate::swimlane::OrchRecorder,
-        chip: &mut Chip,
+        chip: &Chip,
     ) -> crate::swimlane::Recorded {
         crate::swimlane::Recorded {
             level: self.cfg.swimlane.as_ref().map_or(0, |s| s.level),
             clusters: self.cfg.clusters,
             orch,
-            scheds: std::mem::take(&mut chip.recorded),
+            scheds: chip.take_recorded(),
             func_names: self.registry.iter().map(|k| (k.func_id, k.name)).collect(),
         }
     }

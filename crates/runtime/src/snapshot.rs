@@ -2,15 +2,14 @@
 //! snapshots.
 //!
 //! Taken when a run is stopped without waiting for its kernels (a timeout,
-//! a cancel), after the schedulers have exited, while a hung kernel may
-//! still be running:
-//! 1. completions already queued are settled as a scheduler would (their
-//!    tasks finished: `after_completion` records, dependents released);
-//! 2. every task still incomplete is classified: `running` when a core's
+//! a cancel), after every worker left or was abandoned inside its kernel
+//! (a finished subtask was settled by its worker before it left), while a
+//! hung kernel may still be running:
+//! 1. every task still incomplete is classified: `running` when a core's
 //!    [`crate::core_slot::CoreSlot`] names it, `waiting` while an
 //!    unfinished task holds it as a dependent (those are its producers),
 //!    `ready` otherwise (every producer done; queued for or on a core);
-//! 3. each one that was dispatched gets a `hang_snapshot` record per
+//! 2. each one that was dispatched gets a `hang_snapshot` record per
 //!    output/inout, read from GM now — a kernel still running may be
 //!    writing those bytes, so they can be torn.
 
@@ -19,10 +18,7 @@ use std::{collections::HashMap, sync::Arc};
 use simpler_core::TaskId;
 use simpler_dump::{DumpSession, TaskState, UnfinishedTask};
 
-use crate::{
-    scheduler::{settle, Shared},
-    task::Task,
-};
+use crate::{scheduler::Shared, task::Task};
 
 /// Settle, classify and snapshot (see the module doc); the unfinished
 /// tasks in id order. `live` holds every task submitted and not complete
@@ -33,9 +29,6 @@ pub(crate) fn take(
     dump: Option<&DumpSession>,
 ) -> Vec<UnfinishedTask> {
     let mut producer = dump.map(DumpSession::producer);
-    for c in shared.take_completions() {
-        settle(shared, c, producer.as_mut());
-    }
     let now = shared.epoch.elapsed().as_nanos() as u64;
     let mut unfinished: Vec<&Arc<Task>> = live.iter().filter(|t| !t.is_complete()).collect();
     unfinished.sort_by_key(|t| t.id);

@@ -1,15 +1,15 @@
 //! Recording the run timeline (`--swimlane`, `--predict`; DESIGN §12).
 //!
-//! Off by default and then free: every hook is one branch on an `Option`
-//! that is `None`, with no allocation and no thread. When on, each thread
-//! appends to its own buffer and nothing is shared until the run ends:
+//! Off by default and then free: every hook is one branch on a level or
+//! an `Option`, with no allocation, no lock and no thread. When on:
 //!
-//! - a scheduler's recorder keeps, per core it owns, the dispatches in
-//!   flight (a core runs its queue in order, so completions come back in
-//!   the order they were sent) and the finished [`DispatchRecord`]s; at
-//!   level ≥ 3 also its loop phases ([`SchedPhaseRecord`]);
-//! - a core stamps receive/start/end (and, with a [`CostFn`], times the
-//!   kernel's recorded instructions) into the completion it sends back;
+//! - each logical scheduler has a recorder (behind a lock, as any worker
+//!   may act as that scheduler) that keeps its finished
+//!   [`DispatchRecord`]s — the worker that ran a dispatch stamps when it
+//!   was handed out, started, ended and finished, and with a [`CostFn`]
+//!   times the kernel's recorded instructions — and at level ≥ 3 its
+//!   phases ([`SchedPhaseRecord`]), recorded under that lock so that
+//!   they never overlap;
 //! - the orchestrator keeps the submit sequence (each task, and each
 //!   buffer freed) and at level 4 each submit's span ([`SubmitRecord`]).
 //!
@@ -27,7 +27,7 @@
 //! no wait for those, but the graph — and a prediction of another
 //! machine — does). So the edges do not depend on timing.
 
-use std::{collections::VecDeque, sync::Arc, time::Instant};
+use std::{sync::Arc, time::Instant};
 
 use simpler_core::{topology::Subtask, ArgRole, ChipTensor, TaskId};
 use simpler_isa::InstrRecord;
@@ -253,127 +253,23 @@ pub(crate) fn stamp(epoch: Instant) -> u64 {
     (epoch.elapsed().as_nanos() as u64).max(1)
 }
 
-/// What a core measured of one dispatch. It goes to the scheduler through
-/// the core's own stamp queue, not in the completion: with recording off
-/// nothing changes on the dispatch path, and on nothing is allocated per
-/// dispatch.
-#[derive(Debug)]
-pub(crate) struct CoreStamps {
-    pub receive: u64,
-    pub start: u64,
-    pub end: u64,
-    pub cost: Option<DispatchCost>,
-}
-
-/// One core's stamps, in the order of its completions (the core pushes
-/// them just before the completion they belong to).
-pub(crate) type StampQueue = Arc<crossbeam::queue::SegQueue<CoreStamps>>;
-
-/// A core's recording: where its stamps go, and the instruction timer when
-/// predicting.
-pub(crate) struct CoreRec {
-    pub cost: Option<CostFn>,
-    pub stamps: StampQueue,
-}
-
-/// The two ends of one core's recording (`None`, `None` when off): the
-/// scheduler's and the core's.
-pub(crate) fn core_recording(
-    cfg: Option<&SwimlaneConfig>,
-) -> (Option<StampQueue>, Option<CoreRec>) {
-    let Some(cfg) = cfg else {
-        return (None, None);
-    };
-    let stamps = StampQueue::default();
-    let rec = CoreRec {
-        cost: cfg.cost.clone(),
-        stamps: stamps.clone(),
-    };
-    (Some(stamps), Some(rec))
-}
-
-/// A dispatch sent, waiting for its completion.
-struct Pending {
-    reg: u64,
-    dispatch: u64,
-    task_id: TaskId,
-    func_id: u32,
-    subtask: Subtask,
-    block: u32,
-}
-
-/// One scheduler thread's recording.
+/// One logical scheduler's recording, kept behind a lock: any worker
+/// acting as that scheduler appends to it.
 pub(crate) struct SchedRecorder {
     pub level: u8,
-    me: u32,
-    epoch: Instant,
-    /// Per core index of the scheduler: next count and sends in flight.
-    regs: Vec<u64>,
-    pending: Vec<VecDeque<Pending>>,
     pub dispatches: Vec<DispatchRecord>,
     pub phases: Vec<SchedPhaseRecord>,
     pub loop_iter: u64,
 }
 
 impl SchedRecorder {
-    pub fn new(level: u8, me: u32, epoch: Instant, cores: usize) -> SchedRecorder {
+    pub fn new(level: u8) -> SchedRecorder {
         SchedRecorder {
             level,
-            me,
-            epoch,
-            regs: vec![0; cores],
-            pending: (0..cores).map(|_| VecDeque::new()).collect(),
             dispatches: Vec::new(),
             phases: Vec::new(),
             loop_iter: 0,
         }
-    }
-
-    pub fn now(&self) -> u64 {
-        stamp(self.epoch)
-    }
-
-    /// Core `idx` (of this scheduler) was sent block `block` of `task`.
-    pub fn sent(&mut self, idx: usize, task: &Task, func_id: u32, subtask: Subtask, block: u32) {
-        let reg = self.regs[idx];
-        self.regs[idx] += 1;
-        // Level 1 keeps core times only: no clock read here.
-        let dispatch = if self.level >= 2 { self.now() } else { 0 };
-        self.pending[idx].push_back(Pending {
-            reg,
-            dispatch,
-            task_id: task.id,
-            func_id,
-            subtask,
-            block,
-        });
-    }
-
-    /// Core `idx` (id `core_id`) finished its oldest dispatch.
-    pub fn finished(&mut self, idx: usize, core_id: u32, stamps: Option<&CoreStamps>) {
-        let Some(p) = self.pending[idx].pop_front() else {
-            return;
-        };
-        let finish = if self.level >= 2 { self.now() } else { 0 };
-        let (receive, start, end, cost) = match stamps {
-            Some(s) => (s.receive, s.start, s.end, s.cost),
-            None => (p.dispatch, p.dispatch, finish, None),
-        };
-        self.dispatches.push(DispatchRecord {
-            core_id,
-            reg: p.reg,
-            task_id: p.task_id,
-            func_id: p.func_id,
-            subtask: p.subtask,
-            block: p.block,
-            sched: self.me,
-            dispatch: p.dispatch,
-            receive,
-            start,
-            end,
-            finish,
-            cost,
-        });
     }
 
     /// Record a loop phase (level ≥ 3 only).

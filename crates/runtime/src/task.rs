@@ -114,11 +114,6 @@ impl<T, const N: usize> InlineList<T, N> {
         }
     }
 
-    /// True when nothing was pushed.
-    pub fn is_empty(&self) -> bool {
-        self.inline.first().is_none_or(|s| s.is_none())
-    }
-
     /// In the order they were pushed.
     pub fn iter(&self) -> impl Iterator<Item = &T> {
         self.inline.iter().flatten().chain(&self.more)
@@ -279,11 +274,6 @@ impl Task {
         self.failed.load(Ordering::Acquire)
     }
 
-    /// Subtasks not yet finished.
-    pub fn remaining_subtasks(&self) -> u32 {
-        self.remaining.load(Ordering::Acquire)
-    }
-
     /// One subtask of `block` finished; true when it was the task's last.
     pub fn finish_subtask(&self, block: u32) -> bool {
         let whole_block = match self.members_done.get(block as usize) {
@@ -335,11 +325,6 @@ impl Task {
         self.deps.lock().dependents.iter().map(|d| d.id).collect()
     }
 
-    /// True when some later task waits for this one (completion is urgent).
-    pub fn has_dependents(&self) -> bool {
-        !self.deps.lock().dependents.is_empty()
-    }
-
     /// Mark complete and take the dependents to release.
     pub fn mark_complete(&self) -> Dependents {
         let mut d = self.deps.lock();
@@ -356,11 +341,10 @@ mod tests {
     #[test]
     fn inline_list_keeps_order_past_its_inline_slots() {
         let mut l: InlineList<u32, 2> = InlineList::default();
-        assert!(l.is_empty());
+        assert_eq!(l.iter().count(), 0);
         for i in 0..5 {
             l.push(i);
         }
-        assert!(!l.is_empty());
         assert_eq!(
             (&l).into_iter().copied().collect::<Vec<_>>(),
             [0, 1, 2, 3, 4]

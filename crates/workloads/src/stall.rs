@@ -17,9 +17,9 @@
 //! Orchestration (tensors f32 `[16, 16]`; arguments `x` in, `acc` inout):
 //! T0 `a = add_one(x)` completes; T1 `stall(a, acc, b)` hangs on an AIV
 //! core after writing; T2 `add_one(b)` waits on T1; T3–T7 `stall_cube(x)`
-//! each take an AIC core. With `--clusters 1` (one AIC core, queue depth
-//! 4): T3 runs, T4–T6 are queued on that core (ready, dispatched) and T7
-//! stays in the ready queue (ready, never dispatched).
+//! each take an AIC core. With `--clusters 1` (one AIC core) and at least
+//! two workers: T3 runs and T4–T7 stay in the ready queue (ready, never
+//! dispatched: a core runs one dispatch at a time and queues none).
 
 use std::time::Duration;
 

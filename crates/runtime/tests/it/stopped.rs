@@ -68,6 +68,8 @@ fn runtime(dir: &std::path::Path, cancel: CancelToken, timeout: Option<Duration>
         RuntimeConfig {
             clusters: 1,
             sched_threads: 1,
+            // A held kernel keeps its worker: the others must go on.
+            workers: 4,
             gm_bytes: 16 << 20,
             timeout,
             dump: Some(DumpConfig::new(dir)),

@@ -1,0 +1,137 @@
+//! Logical cores (DESIGN §2): a core is an id, its local buffers and its
+//! place in a cluster — not a thread. A worker takes one idle core's state
+//! for the length of one dispatch and puts it back; a MIX block takes a
+//! whole idle cluster. Taking and putting back go through one lock; the
+//! counts of idle cores are mirrored in atomics so that a worker can tell
+//! without the lock whether waiting work could be placed.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use parking_lot::Mutex;
+use simpler_core::topology::Subtask;
+use simpler_isa::Core;
+
+/// Index of the idle counts: AIC cores, AIV cores, whole clusters.
+pub(crate) const AIC: usize = 0;
+/// See [`AIC`].
+pub(crate) const AIV: usize = 1;
+/// See [`AIC`].
+pub(crate) const CLUSTER: usize = 2;
+
+/// What a worker holds while it runs a dispatch on a core.
+pub(crate) struct CoreState {
+    pub id: u32,
+    pub subtask: Subtask,
+    pub cluster: u32,
+    /// Local buffers (and instruction recording).
+    pub core: Core,
+    /// GM address of its dispatch payload area.
+    pub payload: u64,
+    /// Argument slots (from 0) its payload area may hold non-zero.
+    pub slots_used: usize,
+    /// Dispatches it ran so far (the timeline's per-core count).
+    pub reg: u64,
+}
+
+struct Table {
+    /// By core id; `None` while a worker holds it.
+    states: Vec<Option<CoreState>>,
+    /// Idle AIC / AIV core ids (most recently used last: warm buffers).
+    idle: [Vec<u32>; 2],
+    /// Per cluster: members held.
+    busy: Vec<u8>,
+}
+
+/// Every core of the chip, idle or held.
+pub(crate) struct Cores {
+    table: Mutex<Table>,
+    /// Idle AIC cores, idle AIV cores, wholly idle clusters.
+    free: [AtomicU32; 3],
+}
+
+fn kind(s: Subtask) -> usize {
+    if s == Subtask::Aic {
+        AIC
+    } else {
+        AIV
+    }
+}
+
+impl Cores {
+    /// All of `states` (indexed by core id) idle.
+    pub fn new(states: Vec<CoreState>, clusters: u32) -> Cores {
+        let mut idle: [Vec<u32>; 2] = Default::default();
+        for s in states.iter().rev() {
+            idle[kind(s.subtask)].push(s.id);
+        }
+        let free = [
+            AtomicU32::new(idle[AIC].len() as u32),
+            AtomicU32::new(idle[AIV].len() as u32),
+            AtomicU32::new(clusters),
+        ];
+        Cores {
+            table: Mutex::new(Table {
+                states: states.into_iter().map(Some).collect(),
+                idle,
+                busy: vec![0; clusters as usize],
+            }),
+            free,
+        }
+    }
+
+    /// True when some core (or cluster) of `what` is idle (a hint: it may
+    /// change at once).
+    pub fn has_free(&self, what: usize) -> bool {
+        self.free[what].load(Ordering::Acquire) > 0
+    }
+
+    fn publish(&self, t: &Table) {
+        self.free[AIC].store(t.idle[AIC].len() as u32, Ordering::Release);
+        self.free[AIV].store(t.idle[AIV].len() as u32, Ordering::Release);
+        let whole = t.busy.iter().filter(|&&b| b == 0).count() as u32;
+        self.free[CLUSTER].store(whole, Ordering::Release);
+    }
+
+    /// Take an idle core of kind `what` ([`AIC`] or [`AIV`]).
+    pub fn take(&self, what: usize) -> Option<CoreState> {
+        let mut t = self.table.lock();
+        let id = t.idle[what].pop()?;
+        let s = t.states[id as usize]
+            .take()
+            .expect("an idle core has its state");
+        t.busy[s.cluster as usize] += 1;
+        self.publish(&t);
+        Some(s)
+    }
+
+    /// Take a wholly idle cluster: its AIC, AIV0 and AIV1.
+    pub fn take_cluster(&self) -> Option<[CoreState; 3]> {
+        let mut t = self.table.lock();
+        let c = t.busy.iter().position(|&b| b == 0)?;
+        t.busy[c] = 3;
+        let mut members = Vec::with_capacity(3);
+        for s in t.states.iter_mut() {
+            if s.as_ref().is_some_and(|s| s.cluster as usize == c) {
+                members.push(s.take().expect("checked"));
+            }
+        }
+        members.sort_by_key(|s| s.subtask.id());
+        for k in &mut t.idle {
+            k.retain(|&id| members.iter().all(|m| m.id != id));
+        }
+        self.publish(&t);
+        members.try_into().ok()
+    }
+
+    /// Put back cores taken with [`Cores::take`] or [`Cores::take_cluster`].
+    pub fn put(&self, states: impl IntoIterator<Item = CoreState>) {
+        let mut t = self.table.lock();
+        for s in states {
+            t.busy[s.cluster as usize] -= 1;
+            t.idle[kind(s.subtask)].push(s.id);
+            let id = s.id as usize;
+            t.states[id] = Some(s);
+        }
+        self.publish(&t);
+    }
+}

@@ -1,0 +1,491 @@
+//! A worker thread of the pool: it pops ready blocks, binds idle logical
+//! cores, writes the payload, runs the kernel, completes the subtask and
+//! loops (see `crate::scheduler` for the model and the shutdown steps).
+
+use std::sync::{atomic::Ordering, Arc};
+
+use simpler_chip::Reserved;
+use simpler_core::{abi, RaceWriter};
+use simpler_isa::{
+    kernel::{self, panic_message},
+    Args,
+};
+
+use crate::{
+    cores::{CoreState, AIC, AIV, CLUSTER},
+    payload,
+    racecheck::DispatchWrites,
+    scheduler::{settle, state, ReadyItem, Shared},
+    swimlane::{stamp, DispatchRecord, PhaseKind, SchedPhaseRecord},
+    task::Member,
+    RuntimeError,
+};
+
+/// Ready work bound to the cores it runs on.
+enum Job {
+    One(ReadyItem, CoreState),
+    Mix(ReadyItem, [CoreState; 3]),
+}
+
+/// How a kernel call went.
+enum Outcome {
+    /// It returned (or was not run because its payload could not be written).
+    Ran(Ran),
+    /// The stop was forced before it started: it never runs.
+    Skipped,
+    /// The stop was forced while it ran and gave up on this worker.
+    Abandoned,
+}
+
+/// A dispatch that ran: its result and its timeline stamps.
+struct Ran {
+    result: Result<(), RuntimeError>,
+    /// Kernel start and end (ns since the epoch; 0 when not recorded).
+    start: u64,
+    end: u64,
+    cost: Option<crate::swimlane::DispatchCost>,
+}
+
+/// One worker thread.
+pub(crate) struct Worker {
+    shared: Arc<Shared>,
+    me: usize,
+    /// The capability to write dispatch payloads.
+    payload: Arc<Reserved>,
+    /// Reused payload staging buffer.
+    staging: Vec<u8>,
+    /// Reused list of the cores a job holds.
+    held: Vec<CoreState>,
+    /// Timeline level (0: off).
+    level: u8,
+    /// Whether the run dumps (else the producer is never locked).
+    dumping: bool,
+}
+
+impl Worker {
+    pub fn new(shared: Arc<Shared>, me: usize, payload: Arc<Reserved>) -> Worker {
+        let level = shared.recorders.first().map_or(0, |r| r.lock().level);
+        let dumping = shared.producers[me].lock().is_some();
+        Worker {
+            payload,
+            dumping,
+            shared,
+            me,
+            staging: Vec::new(),
+            held: Vec::with_capacity(3),
+            level,
+        }
+    }
+
+    /// The worker loop, then the exit the stop waits for. A panic in the
+    /// runtime's own code (a bug) fails the run rather than leaving the
+    /// stop waiting for a worker that is gone.
+    pub fn run(mut self) {
+        let shared = self.shared.clone();
+        let me = self.me;
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.work()));
+        match r {
+            Ok(false) => return, // abandoned inside a kernel: the run is gone
+            Ok(true) => {}
+            Err(p) => shared.fail(RuntimeError::Orchestration(format!(
+                "worker thread failed: {}",
+                panic_message(p.as_ref())
+            ))),
+        }
+        shared.workers[me].store(state::EXITED, Ordering::SeqCst);
+        shared.notify_stop();
+    }
+
+    /// Run jobs until the stop; false when abandoned inside a kernel.
+    fn work(&mut self) -> bool {
+        let shared = self.shared.clone();
+        loop {
+            if shared.forced() {
+                return true;
+            }
+            if let Some(job) = self.next_job() {
+                if !self.run_job(&shared, job) {
+                    return false;
+                }
+                continue;
+            }
+            if shared.shutdown.load(Ordering::SeqCst) {
+                return true;
+            }
+            shared.idle.sleep(
+                || shared.has_work() || shared.shutdown.load(Ordering::SeqCst) || shared.forced(),
+                None,
+            );
+        }
+    }
+
+    /// Pop a ready block with the cores to run it on: MIX blocks first
+    /// (they need a whole idle cluster), then AIC, then AIV.
+    fn next_job(&mut self) -> Option<Job> {
+        let s = &self.shared;
+        if s.aborted() {
+            return None;
+        }
+        if s.logical.has_free(CLUSTER) && !s.ready[CLUSTER].is_empty() {
+            if let Some(cl) = s.logical.take_cluster() {
+                match s.ready[CLUSTER].pop() {
+                    Some(item) => return Some(Job::Mix(item, cl)),
+                    None => s.logical.put(cl),
+                }
+            }
+        }
+        for what in [AIC, AIV] {
+            if s.logical.has_free(what) && !s.ready[what].is_empty() {
+                if let Some(core) = s.logical.take(what) {
+                    match s.ready[what].pop() {
+                        Some(item) => return Some(Job::One(item, core)),
+                        None => s.logical.put([core]),
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// Run a job's dispatches (a MIX block's members one after another,
+    /// each on its own core of the held cluster), put the cores back and
+    /// complete the subtasks; false when abandoned inside a kernel.
+    fn run_job(&mut self, shared: &Shared, job: Job) -> bool {
+        let mut held = std::mem::take(&mut self.held);
+        let item = match job {
+            Job::One(item, core) => {
+                held.push(core);
+                item
+            }
+            Job::Mix(item, cluster) => {
+                held.extend(cluster);
+                item
+            }
+        };
+        let sched = (held[0].cluster % shared.scheds) as usize;
+        let mix = held.len() == 3;
+        let members = item.task.members;
+        let mut ran: [Option<Ran>; 3] = [const { None }; 3];
+        let mut records: [Option<DispatchRecord>; 3] = [const { None }; 3];
+        let mut skipped = false;
+        // A block's dispatch ids are consecutive (AIC, AIV0, AIV1) and below
+        // the next block's: taken before that block is queued.
+        let n = members.as_slice().len() as u64;
+        let first_id = shared.counters.dispatches.fetch_add(n, Ordering::Relaxed);
+        for (k, &member) in members.as_slice().iter().enumerate() {
+            let core = &mut held[if mix { member.subtask.id() as usize } else { 0 }];
+            let prep = self.phase(shared, sched, PhaseKind::Dispatch, k == 0, |w| {
+                if k == 0 {
+                    w.first_member(&item);
+                }
+                w.prepare(&item, member, core, first_id + k as u64)
+            });
+            let (r, dispatched) = match prep {
+                Err(e) => {
+                    let r = Ran {
+                        result: Err(e),
+                        start: 0,
+                        end: 0,
+                        cost: None,
+                    };
+                    (r, 0)
+                }
+                Ok(dispatched) => match self.run_kernel(&item, member, core, first_id + k as u64) {
+                    Outcome::Ran(r) => (r, dispatched),
+                    Outcome::Skipped => {
+                        skipped = true;
+                        break;
+                    }
+                    Outcome::Abandoned => return false,
+                },
+            };
+            if self.level > 0 {
+                records[k] = Some(record(&item, member, core, sched, dispatched, &r));
+            }
+            core.reg += 1;
+            ran[k] = Some(r);
+        }
+        shared.logical.put(held.drain(..));
+        self.held = held;
+        if skipped {
+            // The stop was forced: the task stays unfinished.
+            return true;
+        }
+        self.phase(shared, sched, PhaseKind::Complete, false, |w| {
+            let mut producer = w.producer();
+            for r in ran.into_iter().flatten() {
+                let p = producer.as_deref_mut();
+                settle(&w.shared, &item.task, item.block, r.result, p);
+            }
+        });
+        if self.level > 0 {
+            let finish = if self.level >= 2 {
+                stamp(shared.epoch)
+            } else {
+                0
+            };
+            let mut rec = shared.recorders[sched].lock();
+            for mut r in records.into_iter().flatten() {
+                r.finish = finish;
+                rec.dispatches.push(r);
+            }
+        }
+        true
+    }
+
+    /// Block `item.block` of its task is taken: before its first member
+    /// runs, record block 0's inputs, then queue the next block (another
+    /// worker may run it meanwhile).
+    fn first_member(&mut self, item: &ReadyItem) {
+        self.before_first_block(item);
+        item.task.mark_sent(item.block);
+        if item.block + 1 < item.task.block_num {
+            self.shared.push_block(item.task.clone(), item.block + 1);
+        }
+    }
+
+    /// Run `f` as one phase of scheduler `sched`: at level ≥ 3 recorded,
+    /// with the scheduler's recorder locked throughout, so no two phases
+    /// overlap on its track (a scheduler is one thread on the device).
+    /// `first` marks a block's first dispatch phase: a new loop iteration
+    /// and one ready-queue pop that found work.
+    fn phase<R>(
+        &mut self,
+        shared: &Shared,
+        sched: usize,
+        kind: PhaseKind,
+        first: bool,
+        f: impl FnOnce(&mut Self) -> R,
+    ) -> R {
+        if self.level < 3 {
+            return f(self);
+        }
+        let mut rec = shared.recorders[sched].lock();
+        if first {
+            rec.loop_iter += 1;
+        }
+        let queues_start = shared.queue_lengths();
+        let start = stamp(shared.epoch);
+        let r = f(self);
+        let queues_end = shared.queue_lengths();
+        let end = stamp(shared.epoch);
+        let loop_iter = rec.loop_iter;
+        rec.phase(SchedPhaseRecord {
+            kind,
+            start,
+            end,
+            loop_iter,
+            processed: 1,
+            queues_start,
+            queues_end,
+            pop_hit: u64::from(first),
+            pop_miss: 0,
+        });
+        r
+    }
+
+    /// This worker's dump producer, locked (`None` when dumping is off).
+    fn producer(&self) -> Option<parking_lot::MappedMutexGuard<'_, simpler_dump::Producer>> {
+        if !self.dumping {
+            return None;
+        }
+        let g = self.shared.producers[self.me].lock();
+        parking_lot::MutexGuard::try_map(g, Option::as_mut).ok()
+    }
+
+    /// Block 0 of a task is about to run: no block of it has run yet, so
+    /// its inputs are captured as they were (once per task).
+    fn before_first_block(&mut self, item: &ReadyItem) {
+        if item.block == 0 {
+            self.shared.race.on_first_dispatch(&item.task.race);
+            if let Some(mut p) = self.producer() {
+                p.before_dispatch(&item.task.dump_view(), &self.shared.gm);
+            }
+        }
+    }
+
+    /// Write the payload into the core's area and record the dispatch for
+    /// the kernel args dump; when it was handed out (ns, level ≥ 2).
+    fn prepare(
+        &mut self,
+        item: &ReadyItem,
+        member: Member,
+        core: &mut CoreState,
+        id: u64,
+    ) -> Result<u64, RuntimeError> {
+        let task = &item.task;
+        let subtask = core.subtask;
+        self.write_payload(item, core)?;
+        if let Some(mut p) = self.producer() {
+            // Captured from GM after the write: the very array the kernel reads.
+            let mut dtypes = [simpler_core::DType::Uint64; abi::MAX_SCALARS];
+            for (d, s) in dtypes.iter_mut().zip(&task.scalars) {
+                *d = s.scalar.dtype;
+            }
+            p.dispatch(
+                &simpler_dump::DispatchView {
+                    dispatch_id: id,
+                    task_id: task.id,
+                    func_id: member.func_id,
+                    subtask,
+                    core_id: core.id,
+                    block_idx: item.block,
+                    block_num: task.block_num,
+                    args_addr: core.payload,
+                    n_tensors: task.tensors.len(),
+                    scalar_dtypes: &dtypes[..task.scalars.len()],
+                },
+                &self.shared.gm,
+            );
+        }
+        Ok(if self.level >= 2 {
+            stamp(self.shared.epoch)
+        } else {
+            0
+        })
+    }
+
+    /// Encode the dispatch payload and write it into the core's area:
+    /// the parts that can differ from what the area holds (see
+    /// `crate::payload::write`).
+    fn write_payload(
+        &mut self,
+        item: &ReadyItem,
+        core: &mut CoreState,
+    ) -> Result<(), RuntimeError> {
+        let (task, base) = (&item.task, core.payload);
+        let used = payload::stage(&mut self.staging, task, base, item.block, core.subtask)
+            .map_err(|e| {
+                RuntimeError::Orchestration(format!("cannot encode dispatch payload: {e}"))
+            })?;
+        let clear = std::mem::replace(&mut core.slots_used, used).max(used);
+        payload::write(&self.shared.gm, &self.payload, base, &self.staging, clear)
+            .map_err(|e| RuntimeError::Orchestration(format!("cannot write dispatch payload: {e}")))
+    }
+
+    /// Run the kernel on `cs` (see [`Outcome`]).
+    fn run_kernel(
+        &mut self,
+        item: &ReadyItem,
+        member: Member,
+        cs: &mut CoreState,
+        id: u64,
+    ) -> Outcome {
+        let back = |st: &std::sync::atomic::AtomicU8| {
+            st.compare_exchange(
+                state::IN_KERNEL,
+                state::SCHEDULING,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            )
+            .is_ok()
+        };
+        let st = &self.shared.workers[self.me];
+        // Pairs with the stop: it either sees us in a kernel (and may
+        // abandon us) or we see the stop forced (and start no kernel).
+        st.store(state::IN_KERNEL, Ordering::SeqCst);
+        if self.shared.forced() {
+            return match back(st) {
+                true => Outcome::Skipped,
+                false => Outcome::Abandoned,
+            };
+        }
+        let slot = &self.shared.cores[cs.id as usize];
+        cs.core.reset();
+        if self.shared.cost.is_some() {
+            cs.core.start_recording();
+        }
+        // One clock read serves the slot and the timeline.
+        let now = self.shared.epoch.elapsed();
+        slot.start(item.task.id, now);
+        let args = Args::in_area(&self.shared.gm, self.shared.payload_area, cs.payload);
+        let r = kernel::run(member.func, &mut cs.core, &args);
+        let end = if self.level > 0 {
+            stamp(self.shared.epoch)
+        } else {
+            0
+        };
+        slot.clear();
+        if !back(st) {
+            return Outcome::Abandoned;
+        }
+        if self.shared.race.wants_writes(&item.task.race) {
+            keep_writes(&self.shared, item, member, cs, id);
+        }
+        let cost = self
+            .shared
+            .cost
+            .as_ref()
+            .map(|f| f(&cs.core.take_records()));
+        let msg = match r {
+            Ok(Ok(())) => {
+                return Outcome::Ran(Ran {
+                    result: Ok(()),
+                    start: (now.as_nanos() as u64).max(1),
+                    end,
+                    cost,
+                })
+            }
+            Ok(Err(e)) => e.to_string(),
+            Err(p) => format!("kernel panicked: {}", panic_message(p.as_ref())),
+        };
+        Outcome::Ran(Ran {
+            result: Err(RuntimeError::Kernel {
+                task_id: item.task.id,
+                func_id: member.func_id,
+                kernel: member.name,
+                core_type: cs.subtask.core_type(),
+                core_id: cs.id,
+                block_idx: item.block,
+                msg,
+            }),
+            start: (now.as_nanos() as u64).max(1),
+            end,
+            cost,
+        })
+    }
+}
+
+/// Hand the race check what dispatch `id` wrote.
+fn keep_writes(shared: &Shared, item: &ReadyItem, member: Member, cs: &mut CoreState, id: u64) {
+    let writes = DispatchWrites {
+        writer: RaceWriter {
+            dispatch_id: id,
+            task_id: item.task.id,
+            func_id: member.func_id,
+            kernel: member.name,
+            core_type: cs.subtask.core_type(),
+            core_id: cs.id,
+            block_idx: item.block,
+        },
+        runs: cs.core.take_writes().into_merged(),
+    };
+    shared.race.record(&item.task.race, writes);
+}
+
+/// The timeline record of one dispatch (its `finish` is stamped later).
+fn record(
+    item: &ReadyItem,
+    member: Member,
+    core: &CoreState,
+    sched: usize,
+    dispatched: u64,
+    r: &Ran,
+) -> DispatchRecord {
+    DispatchRecord {
+        core_id: core.id,
+        reg: core.reg,
+        task_id: item.task.id,
+        func_id: member.func_id,
+        subtask: core.subtask,
+        block: item.block,
+        sched: sched as u32,
+        dispatch: dispatched,
+        // A worker starts the kernel right after taking the dispatch.
+        receive: r.start,
+        start: r.start,
+        end: r.end,
+        finish: 0,
+        cost: r.cost,
+    }
+}
