@@ -117,6 +117,27 @@ fn bad_chip_flags_are_named() {
 }
 
 #[test]
+fn workers_run_at_their_extremes_and_a_bad_count_is_named() {
+    for n in ["1", "256"] {
+        let o = simpler(&["run", "mixed_example", "--workers", n]);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(0), "--workers {n}: {out}\n{err}");
+        assert!(out.contains(&format!("/ {n} workers")), "{out}");
+        assert!(out.contains("PASS"), "{out}");
+    }
+    for bad in ["0", "257", "-1", "2.5", "many", "99999999999999999999"] {
+        let o = simpler(&["run", "mixed_example", "--workers", bad]);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "--workers {bad}: {err}");
+        assert!(
+            err.contains("--workers") && err.contains("1..=256"),
+            "--workers {bad}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
+
+#[test]
 fn racecheck_modes_are_flags_and_a_bad_one_is_named() {
     for mode in ["off", "warn", "error"] {
         let o = simpler(&["run", "mixed_example", "--racecheck", mode]);

@@ -33,9 +33,13 @@ pub(crate) struct CoreState {
     pub reg: u64,
 }
 
+/// A core's state as it is handed around: boxed, so that taking and
+/// putting back move a pointer, not the state.
+pub(crate) type Held = Box<CoreState>;
+
 struct Table {
     /// By core id; `None` while a worker holds it.
-    states: Vec<Option<CoreState>>,
+    states: Vec<Option<Held>>,
     /// Idle AIC / AIV core ids (most recently used last: warm buffers).
     idle: [Vec<u32>; 2],
     /// Per cluster: members held.
@@ -71,7 +75,7 @@ impl Cores {
         ];
         Cores {
             table: Mutex::new(Table {
-                states: states.into_iter().map(Some).collect(),
+                states: states.into_iter().map(|s| Some(Box::new(s))).collect(),
                 idle,
                 busy: vec![0; clusters as usize],
             }),
@@ -93,7 +97,7 @@ impl Cores {
     }
 
     /// Take an idle core of kind `what` ([`AIC`] or [`AIV`]).
-    pub fn take(&self, what: usize) -> Option<CoreState> {
+    pub fn take(&self, what: usize) -> Option<Held> {
         let mut t = self.table.lock();
         let id = t.idle[what].pop()?;
         let s = t.states[id as usize]
@@ -105,7 +109,7 @@ impl Cores {
     }
 
     /// Take a wholly idle cluster: its AIC, AIV0 and AIV1.
-    pub fn take_cluster(&self) -> Option<[CoreState; 3]> {
+    pub fn take_cluster(&self) -> Option<[Held; 3]> {
         let mut t = self.table.lock();
         let c = t.busy.iter().position(|&b| b == 0)?;
         t.busy[c] = 3;
@@ -124,7 +128,7 @@ impl Cores {
     }
 
     /// Put back cores taken with [`Cores::take`] or [`Cores::take_cluster`].
-    pub fn put(&self, states: impl IntoIterator<Item = CoreState>) {
+    pub fn put(&self, states: impl IntoIterator<Item = Held>) {
         let mut t = self.table.lock();
         for s in states {
             t.busy[s.cluster as usize] -= 1;

@@ -188,11 +188,25 @@ impl<'r> Orchestrator<'r> {
     /// Block (parked, no spinning) until `done()` holds, the run aborts or
     /// the deadline passes. Time spent blocked is added to `waited`.
     fn wait_until(&mut self, done: impl Fn() -> bool) -> Result<(), RuntimeError> {
+        self.wait_until_marked(0, done)
+    }
+
+    /// [`Orchestrator::wait_until`], woken only once `target` tasks in all
+    /// were marked complete (a hint to completing workers, so that a
+    /// condition that needs many completions costs one wake-up, not one
+    /// per completion; it must be reachable: at most the tasks submitted).
+    fn wait_until_marked(
+        &mut self,
+        target: u64,
+        done: impl Fn() -> bool,
+    ) -> Result<(), RuntimeError> {
         if done() {
             return Ok(());
         }
         let start = Instant::now();
+        self.shared.orch_wake_at.store(target, Ordering::Relaxed);
         let r = self.park_until(done);
+        self.shared.orch_wake_at.store(0, Ordering::Relaxed);
         self.waited += start.elapsed();
         r
     }
@@ -339,8 +353,19 @@ impl<'r> Orchestrator<'r> {
         let id = TaskId::new(ring as u32, local);
         let slot = (local % self.window) as usize;
         // Back-pressure: the slot's previous occupant must have completed.
+        // Once blocked, wait for an eighth of the window (the occupant of
+        // the slot that far ahead, too): one wake-up per batch of
+        // completions, not one per completion.
         if let Some(prev) = self.rings[ring].slots[slot].clone() {
-            self.wait_until(|| prev.is_complete())?;
+            if !prev.is_complete() {
+                let k = (slot + (self.window / 8) as usize) % self.window as usize;
+                let ahead = self.rings[ring].slots[k].clone();
+                let marked = self.shared.counters.marked.load(Ordering::Acquire);
+                let target = (marked + u64::from(self.window / 8)).min(self.submitted);
+                self.wait_until_marked(target, || {
+                    prev.is_complete() && ahead.as_ref().is_none_or(|t| t.is_complete())
+                })?;
+            }
         }
 
         let (tensors, buffers, outputs) = self.take_tensors(id, &args)?;

@@ -113,6 +113,9 @@ pub(crate) struct Shared {
     /// Submitted, not yet complete.
     pub outstanding: CachePadded<AtomicU64>,
     pub orch_waiting: AtomicBool,
+    /// Wake a waiting orchestrator only once this many tasks were marked
+    /// complete (0: at any completion); see `Orchestrator::wait_until_marked`.
+    pub orch_wake_at: AtomicU64,
     orch: Unparker,
     pub shutdown: AtomicBool,
     force: AtomicBool,
@@ -259,7 +262,7 @@ fn finalize(shared: &Shared, task: &Arc<Task>, producer: Option<&mut simpler_dum
         p.after_completion(&task.dump_view(), &shared.gm);
     }
     let dependents = task.mark_complete();
-    shared.counters.marked.fetch_add(1, Ordering::Release);
+    let marked = shared.counters.marked.fetch_add(1, Ordering::Release) + 1;
     for d in dependents {
         if d.release_fanin() {
             shared.push_ready(d);
@@ -270,7 +273,9 @@ fn finalize(shared: &Shared, task: &Arc<Task>, producer: Option<&mut simpler_dum
     }
     shared.counters.completed.fetch_add(1, Ordering::Relaxed);
     shared.outstanding.fetch_sub(1, Ordering::AcqRel);
-    shared.notify_orchestrator();
+    if marked >= shared.orch_wake_at.load(Ordering::Relaxed) {
+        shared.notify_orchestrator();
+    }
 }
 
 /// How a run's chip is built.
@@ -342,6 +347,7 @@ impl Chip {
             error: Mutex::new(None),
             outstanding: CachePadded::new(AtomicU64::new(0)),
             orch_waiting: AtomicBool::new(false),
+            orch_wake_at: AtomicU64::new(0),
             orch,
             shutdown: AtomicBool::new(false),
             force: AtomicBool::new(false),

@@ -12,7 +12,7 @@ use simpler_isa::{
 };
 
 use crate::{
-    cores::{CoreState, AIC, AIV, CLUSTER},
+    cores::{CoreState, Held, AIC, AIV, CLUSTER},
     payload,
     racecheck::DispatchWrites,
     scheduler::{settle, state, ReadyItem, Shared},
@@ -21,10 +21,27 @@ use crate::{
     RuntimeError,
 };
 
+/// Before sleeping, look for work a little longer (a few µs): a worker
+/// that sleeps just before the orchestrator's next submit costs a wake-up
+/// (a system call and a context switch, several µs) for one task. True
+/// when work turned up.
+fn spin_for_work(shared: &Shared) -> bool {
+    for _ in 0..SPIN {
+        if shared.has_work() || shared.forced() {
+            return true;
+        }
+        std::hint::spin_loop();
+    }
+    false
+}
+
+/// Rounds of [`spin_for_work`].
+const SPIN: u32 = 200;
+
 /// Ready work bound to the cores it runs on.
 enum Job {
-    One(ReadyItem, CoreState),
-    Mix(ReadyItem, [CoreState; 3]),
+    One(ReadyItem, Held),
+    Mix(ReadyItem, [Held; 3]),
 }
 
 /// How a kernel call went.
@@ -55,7 +72,7 @@ pub(crate) struct Worker {
     /// Reused payload staging buffer.
     staging: Vec<u8>,
     /// Reused list of the cores a job holds.
-    held: Vec<CoreState>,
+    held: Vec<Held>,
     /// Timeline level (0: off).
     level: u8,
     /// Whether the run dumps (else the producer is never locked).
@@ -111,6 +128,9 @@ impl Worker {
             }
             if shared.shutdown.load(Ordering::SeqCst) {
                 return true;
+            }
+            if spin_for_work(&shared) {
+                continue;
             }
             shared.idle.sleep(
                 || shared.has_work() || shared.shutdown.load(Ordering::SeqCst) || shared.forced(),

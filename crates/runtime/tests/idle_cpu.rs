@@ -33,12 +33,14 @@ fn process_cpu_seconds() -> f64 {
 
 #[test]
 fn an_idle_chip_uses_no_cpu() {
-    // 24 clusters = 72 core threads + 3 schedulers, idle while the
-    // orchestrator sleeps, then with one task parked on a core: nothing may spin.
+    // 24 clusters, 16 workers (more than the CPUs), idle while the
+    // orchestrator sleeps, then with one task's kernel holding a worker:
+    // the other workers sleep, nothing may spin.
     let rt = Runtime::new(
         RuntimeConfig {
             clusters: 24,
             sched_threads: 3,
+            workers: 16,
             gm_bytes: 16 << 20,
             ..Default::default()
         },
