@@ -83,8 +83,8 @@ fn a_core_never_runs_two_dispatches_and_a_mix_block_holds_its_cluster() {
     let rt = runtime(clusters, 6, true);
     let spin = TaskArgs::new;
     rt.run(&OrchArgs::new(), |o, _| {
-        for i in 0..120u64 {
-            let n = 2000 + 37 * (i % 11);
+        for i in 0..240u64 {
+            let n = 40_000 + 997 * (i % 11);
             o.submit(Kernels::Aiv(0), spin().scalar_u64(n).block_num(3))?;
             if i % 4 == 0 {
                 o.submit(Kernels::Aic(1), spin().scalar_u64(n))?;
@@ -103,7 +103,7 @@ fn a_core_never_runs_two_dispatches_and_a_mix_block_holds_its_cluster() {
     .unwrap();
     let log = rt.take_swimlane().unwrap();
     let d = &log.dispatches;
-    assert_eq!(d.len(), 120 * 3 + 30 + 24 * 2 * 3);
+    assert_eq!(d.len(), 240 * 3 + 60 + 48 * 2 * 3);
     for r in d {
         let (_, sub) = locate(clusters, r.core_id).unwrap();
         assert_eq!(sub.core_type(), r.subtask.core_type(), "{r:?}");
@@ -126,7 +126,7 @@ fn a_core_never_runs_two_dispatches_and_a_mix_block_holds_its_cluster() {
         .filter(|r| r.func_id == 1 && d.iter().any(|x| x.task_id == r.task_id && x.func_id == 0))
         .map(|r| (r.task_id, r.block))
         .collect();
-    assert_eq!(mix.len(), 24 * 2);
+    assert_eq!(mix.len(), 48 * 2);
     for (task, block) in mix {
         let members: Vec<_> = d
             .iter()
