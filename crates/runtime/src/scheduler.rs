@@ -148,6 +148,59 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// The run's shared state: every core idle, nothing queued.
+    fn new(
+        gm: Arc<Gm>,
+        spec: &ChipSpec<'_>,
+        orch: Unparker,
+        payload: &Reserved,
+        n_workers: usize,
+    ) -> Shared {
+        let n_cores = 3 * spec.clusters;
+        let scheds = spec.sched_threads.min(spec.clusters);
+        let epoch = Instant::now();
+        let recorders = match spec.swimlane {
+            Some(c) => (0..scheds)
+                .map(|_| Mutex::new(SchedRecorder::new(c.level)))
+                .collect(),
+            None => Box::default(),
+        };
+        Shared {
+            gm: gm.clone(),
+            ready: Default::default(),
+            idle: Idle::default(),
+            logical: Cores::new(
+                core_states(&gm, spec.arch, spec.clusters, payload.base()),
+                spec.clusters,
+            ),
+            abort: AtomicBool::new(false),
+            error: Mutex::new(None),
+            outstanding: CachePadded::new(AtomicU64::new(0)),
+            orch_waiting: AtomicBool::new(false),
+            orch_wake_at: AtomicU64::new(0),
+            orch,
+            shutdown: AtomicBool::new(false),
+            force: AtomicBool::new(false),
+            counters: Counters::default(),
+            payload_area: payload.area(),
+            race: Races::new(spec.racecheck),
+            cores: (0..n_cores).map(|_| CachePadded::default()).collect(),
+            epoch,
+            deadline: spec.deadline,
+            scheds,
+            producers: (0..n_workers)
+                .map(|_| Mutex::new(spec.dump.map(|d| d.producer())))
+                .collect(),
+            recorders,
+            cost: spec.swimlane.and_then(|c| c.cost.clone()),
+            workers: (0..n_workers)
+                .map(|_| CachePadded::new(AtomicU8::new(state::SCHEDULING)))
+                .collect(),
+            stop_lock: Mutex::new(()),
+            stop_cv: Condvar::new(),
+        }
+    }
+
     /// Stop the run from outside: record `reason` (unless an error came
     /// first) and stop without waiting for running kernels.
     pub fn cancel(&self, reason: String) {
@@ -325,50 +378,8 @@ impl Chip {
     pub fn start(gm: Arc<Gm>, spec: &ChipSpec<'_>, orch: Unparker) -> Result<Chip, RuntimeError> {
         let n_cores = 3 * spec.clusters;
         let payload = Arc::new(gm.reserve(payload::BYTES * u64::from(n_cores))?);
-        let payload_base = payload.base();
-        let scheds = spec.sched_threads.min(spec.clusters);
-        let epoch = Instant::now();
-        let recorders = match spec.swimlane {
-            Some(c) => (0..scheds)
-                .map(|_| Mutex::new(SchedRecorder::new(c.level)))
-                .collect(),
-            None => Box::default(),
-        };
         let n_workers = spec.workers.max(1) as usize;
-        let shared = Arc::new(Shared {
-            gm: gm.clone(),
-            ready: Default::default(),
-            idle: Idle::default(),
-            logical: Cores::new(
-                core_states(&gm, spec.arch, spec.clusters, payload_base),
-                spec.clusters,
-            ),
-            abort: AtomicBool::new(false),
-            error: Mutex::new(None),
-            outstanding: CachePadded::new(AtomicU64::new(0)),
-            orch_waiting: AtomicBool::new(false),
-            orch_wake_at: AtomicU64::new(0),
-            orch,
-            shutdown: AtomicBool::new(false),
-            force: AtomicBool::new(false),
-            counters: Counters::default(),
-            payload_area: payload.area(),
-            race: Races::new(spec.racecheck),
-            cores: (0..n_cores).map(|_| CachePadded::default()).collect(),
-            epoch,
-            deadline: spec.deadline,
-            scheds,
-            producers: (0..n_workers)
-                .map(|_| Mutex::new(spec.dump.map(|d| d.producer())))
-                .collect(),
-            recorders,
-            cost: spec.swimlane.and_then(|c| c.cost.clone()),
-            workers: (0..n_workers)
-                .map(|_| CachePadded::new(AtomicU8::new(state::SCHEDULING)))
-                .collect(),
-            stop_lock: Mutex::new(()),
-            stop_cv: Condvar::new(),
-        });
+        let shared = Arc::new(Shared::new(gm, spec, orch, &payload, n_workers));
         let mut workers = Vec::with_capacity(n_workers);
         for w in 0..n_workers {
             let worker = crate::worker::Worker::new(shared.clone(), w, payload.clone());

@@ -63,6 +63,28 @@ struct Ran {
     cost: Option<crate::swimlane::DispatchCost>,
 }
 
+impl Ran {
+    /// A dispatch whose kernel could not be started (its payload failed).
+    fn failed(e: RuntimeError) -> Ran {
+        Ran {
+            result: Err(e),
+            start: 0,
+            end: 0,
+            cost: None,
+        }
+    }
+}
+
+/// How a block's members went.
+enum Members {
+    /// Every member ran (each with its timeline record when recording).
+    Ran([Option<(Ran, Option<DispatchRecord>)>; 3]),
+    /// The stop was forced before a member started.
+    Skipped,
+    /// The stop was forced while a member ran and gave up on this worker.
+    Abandoned,
+}
+
 /// One worker thread.
 pub(crate) struct Worker {
     shared: Arc<Shared>,
@@ -183,66 +205,82 @@ impl Worker {
             }
         };
         let sched = (held[0].cluster % shared.scheds) as usize;
-        let mix = held.len() == 3;
+        let done = self.run_members(shared, &item, &mut held, sched);
+        shared.logical.put(held.drain(..));
+        self.held = held;
+        match done {
+            Members::Ran(ran) => {
+                self.complete(shared, &item, sched, ran);
+                true
+            }
+            // The stop was forced: the task stays unfinished.
+            Members::Skipped => true,
+            Members::Abandoned => false,
+        }
+    }
+
+    /// Run the block's members on the held cores (a MIX block's members
+    /// one after another, each on its own core of the cluster).
+    fn run_members(
+        &mut self,
+        shared: &Shared,
+        item: &ReadyItem,
+        held: &mut [Held],
+        sched: usize,
+    ) -> Members {
         let members = item.task.members;
-        let mut ran: [Option<Ran>; 3] = [const { None }; 3];
-        let mut records: [Option<DispatchRecord>; 3] = [const { None }; 3];
-        let mut skipped = false;
+        let mix = held.len() == 3;
+        let mut ran: [Option<(Ran, Option<DispatchRecord>)>; 3] = [const { None }; 3];
         // A block's dispatch ids are consecutive (AIC, AIV0, AIV1) and below
         // the next block's: taken before that block is queued.
         let n = members.as_slice().len() as u64;
         let first_id = shared.counters.dispatches.fetch_add(n, Ordering::Relaxed);
         for (k, &member) in members.as_slice().iter().enumerate() {
             let core = &mut held[if mix { member.subtask.id() as usize } else { 0 }];
+            let id = first_id + k as u64;
             let prep = self.phase(shared, sched, PhaseKind::Dispatch, k == 0, |w| {
                 if k == 0 {
-                    w.first_member(&item);
+                    w.first_member(item);
                 }
-                w.prepare(&item, member, core, first_id + k as u64)
+                w.prepare(item, member, core, id)
             });
             let (r, dispatched) = match prep {
-                Err(e) => {
-                    let r = Ran {
-                        result: Err(e),
-                        start: 0,
-                        end: 0,
-                        cost: None,
-                    };
-                    (r, 0)
-                }
-                Ok(dispatched) => match self.run_kernel(&item, member, core, first_id + k as u64) {
+                Err(e) => (Ran::failed(e), 0),
+                Ok(dispatched) => match self.run_kernel(item, member, core, id) {
                     Outcome::Ran(r) => (r, dispatched),
-                    Outcome::Skipped => {
-                        skipped = true;
-                        break;
-                    }
-                    Outcome::Abandoned => return false,
+                    Outcome::Skipped => return Members::Skipped,
+                    Outcome::Abandoned => return Members::Abandoned,
                 },
             };
-            if self.level > 0 {
-                records[k] = Some(record(&item, member, core, sched, dispatched, &r));
-            }
+            let rec = (self.level > 0).then(|| record(item, member, core, sched, dispatched, &r));
             core.reg += 1;
-            ran[k] = Some(r);
+            ran[k] = Some((r, rec));
         }
-        shared.logical.put(held.drain(..));
-        self.held = held;
-        if skipped {
-            // The stop was forced: the task stays unfinished.
-            return true;
-        }
+        Members::Ran(ran)
+    }
+
+    /// Complete the block's subtasks (as its scheduler), then file their
+    /// timeline records.
+    fn complete(
+        &mut self,
+        shared: &Shared,
+        item: &ReadyItem,
+        sched: usize,
+        ran: [Option<(Ran, Option<DispatchRecord>)>; 3],
+    ) {
+        let mut records: [Option<DispatchRecord>; 3] = [const { None }; 3];
         self.phase(shared, sched, PhaseKind::Complete, false, |w| {
             let mut producer = w.producer();
-            for r in ran.into_iter().flatten() {
+            for (k, (r, rec)) in ran.into_iter().flatten().enumerate() {
                 let p = producer.as_deref_mut();
                 settle(&w.shared, &item.task, item.block, r.result, p);
+                records[k] = rec;
             }
         });
         if self.level > 0 {
-            let finish = if self.level >= 2 {
-                stamp(shared.epoch)
-            } else {
-                0
+            let finish = match self.level >= 2 {
+                true => stamp(shared.epoch),
+                false => 0,
             };
             let mut rec = shared.recorders[sched].lock();
             for mut r in records.into_iter().flatten() {
@@ -250,7 +288,6 @@ impl Worker {
                 rec.dispatches.push(r);
             }
         }
-        true
     }
 
     /// Block `item.block` of its task is taken: before its first member
@@ -437,33 +474,37 @@ impl Worker {
             .cost
             .as_ref()
             .map(|f| f(&cs.core.take_records()));
-        let msg = match r {
-            Ok(Ok(())) => {
-                return Outcome::Ran(Ran {
-                    result: Ok(()),
-                    start: (now.as_nanos() as u64).max(1),
-                    end,
-                    cost,
-                })
-            }
-            Ok(Err(e)) => e.to_string(),
-            Err(p) => format!("kernel panicked: {}", panic_message(p.as_ref())),
-        };
         Outcome::Ran(Ran {
-            result: Err(RuntimeError::Kernel {
-                task_id: item.task.id,
-                func_id: member.func_id,
-                kernel: member.name,
-                core_type: cs.subtask.core_type(),
-                core_id: cs.id,
-                block_idx: item.block,
-                msg,
-            }),
+            result: kernel_result(item, member, cs, r),
             start: (now.as_nanos() as u64).max(1),
             end,
             cost,
         })
     }
+}
+
+/// A kernel call's outcome as the run's result: an error or panic names
+/// the task, the func, the core and the block.
+fn kernel_result(
+    item: &ReadyItem,
+    member: Member,
+    cs: &CoreState,
+    r: std::thread::Result<simpler_isa::KResult<()>>,
+) -> Result<(), RuntimeError> {
+    let msg = match r {
+        Ok(Ok(())) => return Ok(()),
+        Ok(Err(e)) => e.to_string(),
+        Err(p) => format!("kernel panicked: {}", panic_message(p.as_ref())),
+    };
+    Err(RuntimeError::Kernel {
+        task_id: item.task.id,
+        func_id: member.func_id,
+        kernel: member.name,
+        core_type: cs.subtask.core_type(),
+        core_id: cs.id,
+        block_idx: item.block,
+        msg,
+    })
 }
 
 /// Hand the race check what dispatch `id` wrote.
