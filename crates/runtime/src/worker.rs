@@ -77,8 +77,8 @@ impl Ran {
 
 /// How a block's members went.
 enum Members {
-    /// Every member ran (each with its timeline record when recording).
-    Ran([Option<(Ran, Option<DispatchRecord>)>; 3]),
+    /// Every member ran.
+    Ran,
     /// The stop was forced before a member started.
     Skipped,
     /// The stop was forced while a member ran and gave up on this worker.
@@ -205,11 +205,12 @@ impl Worker {
             }
         };
         let sched = (held[0].cluster % shared.scheds) as usize;
-        let done = self.run_members(shared, &item, &mut held, sched);
+        let mut ran = [const { None }; 3];
+        let done = self.run_members(shared, &item, &mut held, sched, &mut ran);
         shared.logical.put(held.drain(..));
         self.held = held;
         match done {
-            Members::Ran(ran) => {
+            Members::Ran => {
                 self.complete(shared, &item, sched, ran);
                 true
             }
@@ -220,17 +221,18 @@ impl Worker {
     }
 
     /// Run the block's members on the held cores (a MIX block's members
-    /// one after another, each on its own core of the cluster).
+    /// one after another, each on its own core of the cluster), each one's
+    /// result (and timeline record, when recording) into `ran`.
     fn run_members(
         &mut self,
         shared: &Shared,
         item: &ReadyItem,
         held: &mut [Held],
         sched: usize,
+        ran: &mut [Option<(Ran, Option<DispatchRecord>)>; 3],
     ) -> Members {
         let members = item.task.members;
         let mix = held.len() == 3;
-        let mut ran: [Option<(Ran, Option<DispatchRecord>)>; 3] = [const { None }; 3];
         // A block's dispatch ids are consecutive (AIC, AIV0, AIV1) and below
         // the next block's: taken before that block is queued.
         let n = members.as_slice().len() as u64;
@@ -256,7 +258,7 @@ impl Worker {
             core.reg += 1;
             ran[k] = Some((r, rec));
         }
-        Members::Ran(ran)
+        Members::Ran
     }
 
     /// Complete the block's subtasks (as its scheduler), then file their
