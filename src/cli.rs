@@ -342,7 +342,7 @@ pub(crate) struct DumpArgs {
     /// orch_args_dump.json and kernel_args_dump.json).
     #[arg(long, default_value = "native", value_name = "LAYOUT")]
     pub dump_layout: String,
-    /// Payload buffer per scheduler thread, in KiB (bounds dump memory;
+    /// Payload buffer per worker thread, in KiB (bounds dump memory;
     /// 1 to 1048576).
     #[arg(
         long,

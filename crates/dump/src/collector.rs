@@ -315,7 +315,7 @@ pub struct DumpSummary {
 }
 
 /// One run's dump: start it before the run, hand a [`Producer`] to every
-/// scheduler thread, finish it after they are gone.
+/// worker thread, finish it after they are gone.
 pub struct DumpSession {
     shared: Option<Arc<Shared>>,
     collector: Option<JoinHandle<Collected>>,

@@ -1,7 +1,7 @@
 //! Dumps, the writing side: what every task received and produced.
 //!
 //! Writing side: a [`DumpSession`] per run owns a collector thread; each
-//! scheduler thread gets a [`Producer`] that appends fixed-size [`Record`]s
+//! worker thread gets a [`Producer`] that appends fixed-size [`Record`]s
 //! and gathered payload bytes to its own batch. Full batches stream to
 //! `tensor_dump.bin` while the graph runs; [`DumpSession::finish`] writes
 //! `tensor_dump.json` atomically and durably (`simpler_format::durable`), sorted by

@@ -1,4 +1,4 @@
-//! Producer side: per-thread record buffers filled by scheduler threads.
+//! Producer side: per-thread record buffers filled by the runtime's workers.
 //!
 //! A [`Producer`] belongs to one thread ("may only be used from a single
 //! thread"): it owns its current [`Batch`] (records + payload arena) and
@@ -64,7 +64,7 @@ pub struct DispatchView<'a> {
     pub scalar_dtypes: &'a [DType],
 }
 
-/// A scheduler thread's handle on the dump.
+/// A worker thread's handle on the dump.
 pub struct Producer {
     shared: Arc<Shared>,
     batch: Batch,

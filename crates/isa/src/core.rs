@@ -13,8 +13,8 @@ use crate::{
 /// One AIC or AIV core: its local buffers, a handle to GM, and the
 /// instruction recorder. Instructions are methods (see the `instr` modules).
 ///
-/// A `Core` belongs to one thread at a time: the runtime's core thread owns it
-/// and lends `&mut Core` to each kernel it runs.
+/// A `Core` belongs to one thread at a time: the runtime's worker that
+/// runs a dispatch on it holds it and lends `&mut Core` to the kernel.
 #[derive(Debug)]
 pub struct Core {
     id: u32,

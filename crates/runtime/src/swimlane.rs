@@ -203,7 +203,7 @@ pub struct SwimlaneLog {
     pub sched_threads: u32,
     /// Dispatches, sorted by core then per-core count.
     pub dispatches: Vec<DispatchRecord>,
-    /// Per scheduler thread (level ≥ 3).
+    /// Per logical scheduler (level ≥ 3).
     pub sched_phases: Vec<Vec<SchedPhaseRecord>>,
     /// Submits (level 4).
     pub submits: Vec<SubmitRecord>,

@@ -194,7 +194,7 @@ const LOOP_PAYLOADS: u32 = 1024;
 /// the ABI layout of [`simpler_core::abi::payload`] (descriptors at
 /// `payload::DESCS`, scalar bits, local/global contexts), array `p` pointing
 /// at row `p`. Timed: call `i` resets the core's buffers and runs the kernel
-/// on array `i % P` — exactly what a core thread does per dispatch, minus
+/// on array `i % P` — exactly what a worker does per dispatch, minus
 /// scheduling. Afterwards every row is checked (`Y[p, j] = j + p`).
 ///
 /// # Errors
