@@ -4,7 +4,8 @@
 //! Listed only when the environment variable `SIMPLER_TEST_WORKLOADS` is
 //! `1` ([`enabled`]); a run never completes, so stop it with `--timeout` or
 //! Ctrl-C. Each hanging kernel prints `stall: hanging` (or `stall_cube:
-//! hanging`) on stderr once it has written what it writes.
+//! hanging`) on stderr once it has written what it writes, and the
+//! orchestration `stall: all 8 tasks submitted` after its last submit.
 //!
 //! Kernels (func id, name, core type, argument slots):
 //!
@@ -137,6 +138,9 @@ pub fn orchestrate(o: &mut Orchestrator<'_>, args: &OrchArgs) -> Result<(), Runt
             TaskArgs::new().input(&x).output(info.clone()),
         )?;
     }
+    // A kernel may hang before the last submit: a test that stops the run
+    // waits for this line too.
+    eprintln!("stall: all {} tasks submitted", 3 + CUBE_TASKS);
     Ok(())
 }
 

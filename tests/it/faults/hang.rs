@@ -142,9 +142,11 @@ fn sigint_and_sigterm_stop_a_hung_run_with_its_snapshot() {
     for (sig, code) in [("INT", 130), ("TERM", 143)] {
         let tmp = tempfile::tempdir().unwrap();
         let mut child = Running::start(tmp.path(), &STALL);
-        // Both hung kernels have written what they write.
+        // Both hung kernels have written what they write, and every task
+        // was submitted (a worker may start one before the last submit).
         child.wait_for_lines("stall: hanging", 1);
         child.wait_for_lines("stall_cube: hanging", 1);
+        child.wait_for_lines("stall: all 8 tasks submitted", 1);
         child.signal(sig);
         let (status, err) = child.finish();
         assert_eq!(status, Some(code), "SIG{sig}: {err}");
