@@ -89,7 +89,13 @@ fn a_dump_all_run_dumps_what_the_kernels_computed() {
             ],
             0,
         );
-        assert!(out.contains("2 tasks, 1 edge, 5 dispatches"), "{out}");
+        // The axpy_relu task's producer may have finished before its
+        // submit: then it needs no edge.
+        assert!(
+            out.contains("2 tasks, 1 edge, 5 dispatches")
+                || out.contains("2 tasks, 0 edges, 5 dispatches"),
+            "{out}"
+        );
         assert!(out.contains("\nPASS  all "), "{out}");
         let (m, bin) = read_dump(&tmp.path().join(&run));
         let (x, xs) = f32s(&m, &bin, 0, "before_dispatch", 0);
