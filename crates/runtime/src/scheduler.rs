@@ -314,8 +314,10 @@ fn finalize(shared: &Shared, task: &Arc<Task>, producer: Option<&mut simpler_dum
     if let Some(p) = producer.filter(|_| !task.failed()) {
         p.after_completion(&task.dump_view(), &shared.gm);
     }
-    let dependents = task.mark_complete();
+    // Counted before its slot shows it complete: an orchestrator that
+    // reuses the slot never counts it as still live.
     let marked = shared.counters.marked.fetch_add(1, Ordering::Release) + 1;
+    let dependents = task.mark_complete();
     for d in dependents {
         if d.release_fanin() {
             shared.push_ready(d);
