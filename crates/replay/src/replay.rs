@@ -259,46 +259,8 @@ pub fn execute(
     kernels: &[KernelDef],
     spec_file: &str,
 ) -> Result<Execution, ReplayError> {
-    let defs: Vec<&KernelDef> = plan
-        .members
-        .iter()
-        .enumerate()
-        .map(|(i, m)| {
-            let field = if plan.members.len() > 1 {
-                format!("members[{i}].")
-            } else {
-                String::new()
-            };
-            kernel_of(kernels, m, &field, spec_file)
-        })
-        .collect::<Result<_, _>>()?;
-
-    let mut total = 0u64;
-    for t in &plan.tensors {
-        total = align(t.buffer_bytes())
-            .and_then(|b| total.checked_add(b))
-            .ok_or_else(|| ReplayError::Gm("the tensor buffers overflow 64 bits".into()))?;
-    }
-    let payload_bytes = align(payload::BYTES).unwrap_or(payload::BYTES);
-    total = total
-        .checked_add(payload_bytes * plan.members.len() as u64 + GM_ALIGN)
-        .ok_or_else(|| ReplayError::Gm("the tensor buffers overflow 64 bits".into()))?;
-    if total > MAX_REPLAY_GM {
-        let (k, big) = plan
-            .tensors
-            .iter()
-            .enumerate()
-            .max_by_key(|(_, t)| t.buffer_bytes())
-            .map_or((0, 0), |(k, t)| (k, t.buffer_bytes()));
-        return Err(ReplayError::Spec {
-            file: spec_file.into(),
-            field: format!("args[{k}].size"),
-            msg: format!(
-                "the replay would need {total} bytes of GM (slot {k}'s buffer alone {big}); a replay reserves at most {MAX_REPLAY_GM}"
-            ),
-        });
-    }
-
+    let defs = member_defs(plan, kernels, spec_file)?;
+    let total = gm_bytes(plan, spec_file)?;
     // Initial view bytes (bounded by the GM check above).
     let mut befores = Vec::with_capacity(plan.tensors.len());
     for (k, t) in plan.tensors.iter().enumerate() {
@@ -312,59 +274,12 @@ pub fn execute(
         )?);
     }
     let gm = Arc::new(Gm::new(total).map_err(|e| gm_err(&format!("reserving {total} bytes"), e))?);
-
-    // Buffers and initial content.
-    let mut descs: Vec<ChipTensor> = Vec::with_capacity(plan.tensors.len());
-    for (t, before) in plan.tensors.iter().zip(&befores) {
-        let bytes = t.buffer_bytes();
-        let addr = gm
-            .alloc(bytes)
-            .map_err(|e| gm_err(&format!("slot {} buffer of {bytes} bytes", t.arg_index), e))?;
-        let desc = t.descriptor(addr);
-        if matches!(t.data, DataSource::Sentinel {}) {
-            // In chunks: the buffer may be much larger than the view.
-            let chunk = vec![SENTINEL_BYTE; 1 << 20];
-            let mut off = 0u64;
-            while off < bytes {
-                let n = (bytes - off).min(chunk.len() as u64) as usize;
-                gm.write(addr + off, &chunk[..n])
-                    .map_err(|e| gm_err("sentinel fill", e))?;
-                off += n as u64;
-            }
-        } else {
-            gm.scatter(&desc, before)
-                .map_err(|e| gm_err(&format!("placing slot {}", t.arg_index), e))?;
-        }
-        descs.push(desc);
-    }
-
-    // One payload per member: same slots, its own contexts; in a reserved
-    // region, as the runtime's (kernels read it, none can write it).
-    let mut bases = Vec::with_capacity(plan.members.len());
-    let mut staged = Vec::new();
-    for m in &plan.members {
-        let region = gm
-            .reserve(payload::BYTES)
-            .map_err(|e| gm_err("dispatch payload", e))?;
-        let base = region.base();
-        let local = LocalContext {
-            block_idx: plan.block_idx as i32,
-            block_num: plan.block_num as i32,
-        };
-        let global = GlobalContext {
-            sub_block_id: m.sub_block_id,
-        };
-        let scalars = plan.scalars.iter().map(|s| s.bits);
-        abi::encode_payload(base, &descs, scalars, local, global, &mut staged)
-            .map_err(|e| gm_err("dispatch payload", e))?;
-        gm.write_reserved(&region, base, &staged)
-            .map_err(|e| gm_err("payload", e))?;
-        bases.push(region.area());
-    }
+    let descs = place_tensors(&gm, plan, &befores)?;
+    let areas = write_payloads(&gm, plan, &descs)?;
 
     // Run the members, AIC first.
     let mut cores = Vec::with_capacity(plan.members.len());
-    for ((m, def), &area) in plan.members.iter().zip(&defs).zip(&bases) {
+    for ((m, def), &area) in plan.members.iter().zip(&defs).zip(&areas) {
         let records = run_member(&gm, plan, m, def, area)?;
         let sub = SubCore::from_core_id(m.core_id, plan.clusters, records).ok_or_else(|| {
             ReplayError::Gm(format!(
@@ -387,6 +302,118 @@ pub fn execute(
         });
     }
     Ok(Execution { cores, tensors })
+}
+
+/// Each member's kernel, looked up by func id and checked by name.
+fn member_defs<'k>(
+    plan: &Plan,
+    kernels: &'k [KernelDef],
+    spec_file: &str,
+) -> Result<Vec<&'k KernelDef>, ReplayError> {
+    plan.members
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let field = if plan.members.len() > 1 {
+                format!("members[{i}].")
+            } else {
+                String::new()
+            };
+            kernel_of(kernels, m, &field, spec_file)
+        })
+        .collect()
+}
+
+/// GM the replay needs: every buffer and one payload area per member,
+/// aligned; refused above [`MAX_REPLAY_GM`], naming the largest buffer.
+fn gm_bytes(plan: &Plan, spec_file: &str) -> Result<u64, ReplayError> {
+    let overflow = || ReplayError::Gm("the tensor buffers overflow 64 bits".into());
+    let mut total = 0u64;
+    for t in &plan.tensors {
+        total = align(t.buffer_bytes())
+            .and_then(|b| total.checked_add(b))
+            .ok_or_else(overflow)?;
+    }
+    let payload_bytes = align(payload::BYTES).unwrap_or(payload::BYTES);
+    total = total
+        .checked_add(payload_bytes * plan.members.len() as u64 + GM_ALIGN)
+        .ok_or_else(overflow)?;
+    if total > MAX_REPLAY_GM {
+        let (k, big) = plan
+            .tensors
+            .iter()
+            .enumerate()
+            .max_by_key(|(_, t)| t.buffer_bytes())
+            .map_or((0, 0), |(k, t)| (k, t.buffer_bytes()));
+        return Err(ReplayError::Spec {
+            file: spec_file.into(),
+            field: format!("args[{k}].size"),
+            msg: format!(
+                "the replay would need {total} bytes of GM (slot {k}'s buffer alone {big}); a replay reserves at most {MAX_REPLAY_GM}"
+            ),
+        });
+    }
+    Ok(total)
+}
+
+/// Allocate each slot's buffer and fill it: the view's initial bytes, or
+/// the sentinel over the whole buffer. Returns the descriptors.
+fn place_tensors(
+    gm: &Gm,
+    plan: &Plan,
+    befores: &[Vec<u8>],
+) -> Result<Vec<ChipTensor>, ReplayError> {
+    let mut descs: Vec<ChipTensor> = Vec::with_capacity(plan.tensors.len());
+    for (t, before) in plan.tensors.iter().zip(befores) {
+        let bytes = t.buffer_bytes();
+        let addr = gm
+            .alloc(bytes)
+            .map_err(|e| gm_err(&format!("slot {} buffer of {bytes} bytes", t.arg_index), e))?;
+        let desc = t.descriptor(addr);
+        if matches!(t.data, DataSource::Sentinel {}) {
+            // In chunks: the buffer may be much larger than the view.
+            let chunk = vec![SENTINEL_BYTE; 1 << 20];
+            let mut off = 0u64;
+            while off < bytes {
+                let n = (bytes - off).min(chunk.len() as u64) as usize;
+                gm.write(addr + off, &chunk[..n])
+                    .map_err(|e| gm_err("sentinel fill", e))?;
+                off += n as u64;
+            }
+        } else {
+            gm.scatter(&desc, before)
+                .map_err(|e| gm_err(&format!("placing slot {}", t.arg_index), e))?;
+        }
+        descs.push(desc);
+    }
+    Ok(descs)
+}
+
+/// One payload per member: same slots, its own contexts; in a reserved
+/// region, as the runtime's (kernels read it, none can write it).
+fn write_payloads(gm: &Gm, plan: &Plan, descs: &[ChipTensor]) -> Result<Vec<GmArea>, ReplayError> {
+    let mut areas = Vec::with_capacity(plan.members.len());
+    let mut staged = Vec::new();
+    for m in &plan.members {
+        let region = gm
+            .reserve(payload::BYTES)
+            .map_err(|e| gm_err("dispatch payload", e))?;
+        let base = region.base();
+        let local = LocalContext {
+            block_idx: plan.block_idx as i32,
+            block_num: plan.block_num as i32,
+        };
+        let global = GlobalContext {
+            sub_block_id: m.sub_block_id,
+        };
+        let scalars = plan.scalars.iter().map(|s| s.bits);
+        abi::encode_payload(base, descs, scalars, local, global, &mut staged)
+            .map_err(|e| gm_err("dispatch payload", e))?;
+        gm.write_reserved(&region, base, &staged)
+            .map_err(|e| gm_err("payload", e))?;
+        areas.push(region.area());
+    }
+    Ok(areas)
 }
 
 /// Run one member on a fresh core of its own thread, through

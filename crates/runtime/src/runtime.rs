@@ -218,13 +218,15 @@ impl Runtime {
         let start = Instant::now();
         *self.last_dump.lock() = None;
         let parker = Parker::new();
-        let mut dump = match &self.cfg.dump {
-            Some(cfg) => Some(
+        let mut dump = self
+            .cfg
+            .dump
+            .as_ref()
+            .map(|cfg| {
                 simpler_dump::DumpSession::start(cfg.clone())
-                    .map_err(|e| RuntimeError::Dump(e.to_string()))?,
-            ),
-            None => None,
-        };
+                    .map_err(|e| RuntimeError::Dump(e.to_string()))
+            })
+            .transpose()?;
         let deadline = self.cfg.timeout.and_then(|t| start.checked_add(t));
         let spec = ChipSpec {
             arch: &self.cfg.arch,
@@ -240,25 +242,9 @@ impl Runtime {
         let shared = chip.shared.clone();
         self.cfg.cancel.attach(&shared);
         if let Some(d) = &dump {
-            let s = Arc::downgrade(&shared);
-            d.on_write_failure(move |msg| {
-                if let Some(s) = s.upgrade() {
-                    s.fail(RuntimeError::DumpWrite(msg.to_string()));
-                }
-            });
-            record_orch_args(d, args);
+            hook_dump(d, &shared, args);
         }
-        let mut o = Orchestrator::new(
-            shared.clone(),
-            &self.registry,
-            self.cfg.task_window,
-            parker,
-            self.cfg.timeout,
-            self.cfg
-                .swimlane
-                .as_ref()
-                .map(|s| crate::swimlane::OrchRecorder::new(s.level, shared.epoch)),
-        );
+        let mut o = self.orchestrator(&shared, parker);
         // Cancelled before it started: the orchestration does not run.
         let orch_start = Instant::now();
         let result = match self.cfg.cancel.reason() {
@@ -312,6 +298,19 @@ impl Runtime {
             races,
             dump,
         })
+    }
+
+    /// The orchestrator of a run on `shared`.
+    fn orchestrator(&self, shared: &Arc<Shared>, parker: Parker) -> Orchestrator<'_> {
+        let rec = self.cfg.swimlane.as_ref();
+        Orchestrator::new(
+            shared.clone(),
+            &self.registry,
+            self.cfg.task_window,
+            parker,
+            self.cfg.timeout,
+            rec.map(|s| crate::swimlane::OrchRecorder::new(s.level, shared.epoch)),
+        )
     }
 
     /// Take what the last run's timeline recording kept (also when the
@@ -387,6 +386,18 @@ fn first_error(shared: &Shared, result: Result<(), RuntimeError>) -> Option<Runt
         (Some(RuntimeError::Aborted(_)) | None, r) => r.err(),
         (Some(e), _) => Some(e),
     }
+}
+
+/// A failed dump write stops the run (the hook holds the run weakly); the
+/// run's own arguments are recorded first.
+fn hook_dump(d: &simpler_dump::DumpSession, shared: &Arc<Shared>, args: &OrchArgs) {
+    let s = Arc::downgrade(shared);
+    d.on_write_failure(move |msg| {
+        if let Some(s) = s.upgrade() {
+            s.fail(RuntimeError::DumpWrite(msg.to_string()));
+        }
+    });
+    record_orch_args(d, args);
 }
 
 /// The orchestration's own arguments, through the same dump pipeline
