@@ -22,8 +22,7 @@ use simpler_core::{
     abi::{self, payload, GlobalContext, LocalContext},
     ChipTensor, DType,
 };
-use simpler_isa::KernelDef;
-use simpler_isa::{kernel::panic_message, Args, Core, InstrRecord};
+use simpler_isa::{kernel::panic_message, Args, Core, InstrRecord, KernelDef};
 
 use crate::{
     spec::{fill_bits, DataSource, Member, Plan, SENTINEL_BYTE},

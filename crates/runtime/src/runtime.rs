@@ -388,8 +388,8 @@ fn first_error(shared: &Shared, result: Result<(), RuntimeError>) -> Option<Runt
     }
 }
 
-/// A failed dump write stops the run (the hook holds the run weakly); the
-/// run's own arguments are recorded first.
+/// Make a failed dump write stop the run (the hook holds the run weakly),
+/// then record the run's own arguments.
 fn hook_dump(d: &simpler_dump::DumpSession, shared: &Arc<Shared>, args: &OrchArgs) {
     let s = Arc::downgrade(shared);
     d.on_write_failure(move |msg| {
