@@ -332,8 +332,9 @@ impl Runtime {
         crate::swimlane::Recorded {
             level: self.cfg.swimlane.as_ref().map_or(0, |s| s.level),
             clusters: self.cfg.clusters,
+            sched_threads: chip.sched_threads(),
             orch,
-            scheds: chip.take_recorded(),
+            workers: chip.take_recorded(),
             func_names: self.registry.iter().map(|k| (k.func_id, k.name)).collect(),
         }
     }

@@ -5,7 +5,7 @@
 //! State is split by who may touch it:
 //! - [`Shared`]: ready queues (one per task shape), the logical cores
 //!   (`crate::cores`), error/abort flags, counters, the per-worker dump
-//!   producers and per-scheduler recorders; touched by the orchestrator
+//!   producers and per-worker timeline logs; touched by the orchestrator
 //!   and every worker.
 //! - a worker's own state (its id, a staging buffer), and the core state
 //!   it holds for the length of one dispatch.
@@ -28,7 +28,7 @@
 //! worker inside a kernel: it is marked abandoned (a hung kernel never
 //! returns, so nobody waits for it) and, should its kernel ever return,
 //! leaves without touching the run. (4) The per-worker dump producers
-//! and the recorders are taken from [`Shared`] then: a worker never holds
+//! and the timeline logs are taken from [`Shared`] then: a worker never holds
 //! them across a kernel, so an abandoned one loses nothing.
 //!
 //! Each core publishes which task it runs and since when (`CoreSlot`), so
@@ -57,7 +57,7 @@ use crate::{
     cores::{CoreState, Cores, AIC, AIV, CLUSTER},
     idle::Idle,
     racecheck::{RaceCheck, Races},
-    swimlane::{CostFn, SchedRecorder},
+    swimlane::{CostFn, WorkerLog},
     task::Task,
     RuntimeError, Shape, SwimlaneConfig,
 };
@@ -135,8 +135,12 @@ pub(crate) struct Shared {
     pub scheds: u32,
     /// Per worker: its dump producer (`None` when dumping is off).
     pub producers: Box<[Mutex<Option<simpler_dump::Producer>>]>,
-    /// Per logical scheduler: its timeline recording (empty when off).
-    pub recorders: Box<[Mutex<SchedRecorder>]>,
+    /// Timeline level (0: off).
+    pub swim_level: u8,
+    /// Per worker: its timeline recording (see `crate::swimlane`).
+    pub logs: Box<[Mutex<WorkerLog>]>,
+    /// Per logical scheduler: its loop iterations so far (level ≥ 3).
+    pub sched_iters: Box<[AtomicU64]>,
     /// Times each kernel's instructions (`--predict`).
     pub cost: Option<CostFn>,
     /// Per worker: a [`state`] value (a cache line each: written around
@@ -159,12 +163,6 @@ impl Shared {
         let n_cores = 3 * spec.clusters;
         let scheds = spec.sched_threads.min(spec.clusters);
         let epoch = Instant::now();
-        let recorders = match spec.swimlane {
-            Some(c) => (0..scheds)
-                .map(|_| Mutex::new(SchedRecorder::new(c.level)))
-                .collect(),
-            None => Box::default(),
-        };
         Shared {
             gm: gm.clone(),
             ready: Default::default(),
@@ -191,7 +189,9 @@ impl Shared {
             producers: (0..n_workers)
                 .map(|_| Mutex::new(spec.dump.map(|d| d.producer())))
                 .collect(),
-            recorders,
+            swim_level: spec.swimlane.map_or(0, |c| c.level),
+            logs: (0..n_workers).map(|_| Mutex::default()).collect(),
+            sched_iters: (0..scheds).map(|_| AtomicU64::new(0)).collect(),
             cost: spec.swimlane.and_then(|c| c.cost.clone()),
             workers: (0..n_workers)
                 .map(|_| CachePadded::new(AtomicU8::new(state::SCHEDULING)))
@@ -472,13 +472,18 @@ impl Chip {
         }
     }
 
-    /// What each scheduler recorded (call after [`Chip::stop_workers`]).
-    pub fn take_recorded(&self) -> Vec<SchedRecorder> {
+    /// What each worker recorded (call after [`Chip::stop_workers`]).
+    pub fn take_recorded(&self) -> Vec<WorkerLog> {
         self.shared
-            .recorders
+            .logs
             .iter()
-            .map(|r| std::mem::replace(&mut *r.lock(), SchedRecorder::new(0)))
+            .map(|l| std::mem::take(&mut *l.lock()))
             .collect()
+    }
+
+    /// Logical schedulers of the run.
+    pub fn sched_threads(&self) -> u32 {
+        self.shared.scheds
     }
 
     /// Free the payload areas — unless the stop was forced: an abandoned

@@ -3,13 +3,14 @@
 //! Off by default and then free: every hook is one branch on a level or
 //! an `Option`, with no allocation, no lock and no thread. When on:
 //!
-//! - each logical scheduler has a recorder (behind a lock, as any worker
-//!   may act as that scheduler) that keeps its finished
-//!   [`DispatchRecord`]s — the worker that ran a dispatch stamps when it
-//!   was handed out, started, ended and finished, and with a [`CostFn`]
-//!   times the kernel's recorded instructions — and at level ≥ 3 its
-//!   phases ([`SchedPhaseRecord`]), recorded under that lock so that
-//!   they never overlap;
+//! - each worker keeps its own log: the [`DispatchRecord`]s it ran — it
+//!   stamps when each was handed out, started, ended and finished, and
+//!   with a [`CostFn`] times the kernel's recorded instructions — and at
+//!   level ≥ 3 the scheduler phases ([`SchedPhaseRecord`]) it did as the
+//!   cluster's logical scheduler. No worker waits for another to record:
+//!   two workers acting for one logical scheduler at once show as two
+//!   phases of that scheduler that overlap in time (the swimlane puts
+//!   them on two lanes of its track), which is what happened;
 //! - the orchestrator keeps the submit sequence (each task, and each
 //!   buffer freed) and at level 4 each submit's span ([`SubmitRecord`]).
 //!
@@ -219,8 +220,9 @@ pub struct SwimlaneLog {
 pub(crate) struct Recorded {
     pub level: u8,
     pub clusters: u32,
+    pub sched_threads: u32,
     pub orch: OrchRecorder,
-    pub scheds: Vec<SchedRecorder>,
+    pub workers: Vec<WorkerLog>,
     pub func_names: Vec<(u32, &'static str)>,
 }
 
@@ -231,16 +233,22 @@ impl Recorded {
         let mut log = SwimlaneLog {
             level: self.level,
             clusters: self.clusters,
-            sched_threads: self.scheds.len() as u32,
+            sched_threads: self.sched_threads,
             tasks,
             edges,
             submits,
             func_names: self.func_names,
             ..Default::default()
         };
-        for s in self.scheds {
-            log.dispatches.extend(s.dispatches);
-            log.sched_phases.push(s.phases);
+        log.sched_phases = vec![Vec::new(); self.sched_threads as usize];
+        for w in self.workers {
+            log.dispatches.extend(w.dispatches);
+            for (s, p) in w.phases {
+                log.sched_phases[s as usize].push(p);
+            }
+        }
+        for phases in &mut log.sched_phases {
+            phases.sort_by_key(|p| (p.start, p.end));
         }
         log.dispatches.sort_by_key(|d| (d.core_id, d.reg));
         log.func_names.sort_unstable();
@@ -253,48 +261,59 @@ pub(crate) fn stamp(epoch: Instant) -> u64 {
     (epoch.elapsed().as_nanos() as u64).max(1)
 }
 
-/// One logical scheduler's recording, kept behind a lock: any worker
-/// acting as that scheduler appends to it.
-pub(crate) struct SchedRecorder {
-    pub level: u8,
+/// One worker's recording. Only that worker appends to it (behind an
+/// uncontended lock, so that what a worker abandoned inside a kernel had
+/// recorded is still read after the stop): recording takes no lock another
+/// thread waits on, and never serialises the work it times.
+#[derive(Default)]
+pub(crate) struct WorkerLog {
     pub dispatches: Vec<DispatchRecord>,
-    pub phases: Vec<SchedPhaseRecord>,
-    pub loop_iter: u64,
+    /// `(logical scheduler, phase)`, level ≥ 3.
+    pub phases: Vec<(u32, SchedPhaseRecord)>,
 }
 
-impl SchedRecorder {
-    pub fn new(level: u8) -> SchedRecorder {
-        SchedRecorder {
-            level,
-            dispatches: Vec::new(),
-            phases: Vec::new(),
-            loop_iter: 0,
-        }
-    }
-
-    /// Record a loop phase (level ≥ 3 only).
-    pub fn phase(&mut self, p: SchedPhaseRecord) {
-        if self.level >= 3 {
-            self.phases.push(p);
-        }
+impl WorkerLog {
+    /// Move `other`'s records to the end of this log (`other` keeps its
+    /// capacity, for the next job).
+    pub fn append(&mut self, other: &mut WorkerLog) {
+        self.dispatches.append(&mut other.dispatches);
+        self.phases.append(&mut other.phases);
     }
 }
 
 /// What the orchestrator did, in order: the graph is rebuilt from it after
 /// the run, off the submit path.
 enum OrchEvent {
-    /// A task was submitted at a scope depth, with its explicit `after`s.
-    Task(Arc<Task>, u32, Vec<TaskId>),
+    /// A task was submitted.
+    Task(TaskHead),
     /// A runtime buffer was freed: its address may be reused.
     Forget(u64),
 }
 
+/// A submitted task as recorded: what `deps.json` and the graph need of
+/// it, its arguments and `after`s kept in the recorder's flat lists (no
+/// allocation per task, and the task itself is not kept alive).
+struct TaskHead {
+    id: TaskId,
+    scope: u32,
+    kernel_ids: [Option<u32>; 3],
+    block_num: u32,
+    /// Its range of [`OrchRecorder::args`].
+    args: std::ops::Range<usize>,
+    /// Its range of [`OrchRecorder::after`].
+    after: std::ops::Range<usize>,
+}
+
 /// The orchestrator's recording: the submit sequence and, at level 4, the
-/// submits' spans. Holding each task keeps its arguments for `deps.json`.
+/// submits' spans.
 pub(crate) struct OrchRecorder {
     level: u8,
     epoch: Instant,
     events: Vec<OrchEvent>,
+    /// Every task's tensor arguments, in submission then slot order.
+    args: Vec<(ArgRole, ChipTensor)>,
+    /// Every task's explicit `after`s.
+    after: Vec<TaskId>,
     submits: Vec<SubmitRecord>,
 }
 
@@ -328,6 +347,8 @@ impl OrchRecorder {
             level,
             epoch,
             events: Vec::new(),
+            args: Vec::new(),
+            after: Vec::new(),
             submits: Vec::new(),
         }
     }
@@ -338,7 +359,7 @@ impl OrchRecorder {
 
     /// `task` was submitted (wired and queued) at scope depth `scope`; the
     /// submit began at `start`.
-    pub fn submitted(&mut self, task: &Arc<Task>, after: &[TaskId], scope: u32, start: u64) {
+    pub fn submitted(&mut self, task: &Task, after: &[TaskId], scope: u32, start: u64) {
         if self.level >= 4 {
             // Before the graph bookkeeping below, which is the recorder's
             // cost, not the submit's.
@@ -350,8 +371,22 @@ impl OrchRecorder {
                 end,
             });
         }
-        self.events
-            .push(OrchEvent::Task(task.clone(), scope, after.to_vec()));
+        let mut kernel_ids = [None; 3];
+        for m in task.members.as_slice() {
+            kernel_ids[m.subtask.id() as usize] = Some(m.func_id);
+        }
+        let (a, b) = (self.args.len(), self.after.len());
+        self.args
+            .extend(task.tensors.iter().map(|x| (x.role, x.desc)));
+        self.after.extend_from_slice(after);
+        self.events.push(OrchEvent::Task(TaskHead {
+            id: task.id,
+            scope,
+            kernel_ids,
+            block_num: task.block_num,
+            args: a..self.args.len(),
+            after: b..self.after.len(),
+        }));
     }
 
     /// The buffer at `addr` was freed: its address may be reused.
@@ -371,28 +406,21 @@ impl OrchRecorder {
         for e in self.events {
             match e {
                 OrchEvent::Forget(addr) => f.map.forget(addr),
-                OrchEvent::Task(t, scope, after) => {
-                    f.find_edges(&t, &after);
+                OrchEvent::Task(t) => {
+                    let args = &self.args[t.args];
+                    f.find_edges(t.id, args, &self.after[t.after]);
                     f.seen.insert(t.id);
-                    tasks.push(task_record(&t, scope));
+                    tasks.push(TaskRecord {
+                        task_id: t.id,
+                        scope: t.scope,
+                        kernel_ids: t.kernel_ids,
+                        block_num: t.block_num,
+                        args: args.to_vec(),
+                    });
                 }
             }
         }
         (tasks, f.edges, self.submits)
-    }
-}
-
-fn task_record(t: &Task, scope: u32) -> TaskRecord {
-    let mut kernel_ids = [None; 3];
-    for m in t.members.as_slice() {
-        kernel_ids[m.subtask.id() as usize] = Some(m.func_id);
-    }
-    TaskRecord {
-        task_id: t.id,
-        scope,
-        kernel_ids,
-        block_num: t.block_num,
-        args: t.tensors.iter().map(|x| (x.role, x.desc)).collect(),
     }
 }
 
@@ -407,11 +435,10 @@ impl EdgeFinder {
         }
     }
 
-    fn find_edges(&mut self, task: &Arc<Task>, after: &[TaskId]) {
-        let succ = task.id;
-        for (i, t) in task.tensors.iter().enumerate() {
-            if !matches!(t.role, ArgRole::NoDep | ArgRole::Output) {
-                self.tensor_edges(succ, i as u32, t);
+    fn find_edges(&mut self, succ: TaskId, args: &[(ArgRole, ChipTensor)], after: &[TaskId]) {
+        for (i, (role, desc)) in args.iter().enumerate() {
+            if !matches!(role, ArgRole::NoDep | ArgRole::Output) {
+                self.tensor_edges(succ, i as u32, *role, desc);
             }
         }
         for &pred in after {
@@ -425,17 +452,17 @@ impl EdgeFinder {
             });
         }
         self.edges.append(&mut self.scratch);
-        for (i, t) in task.tensors.iter().enumerate() {
-            if matches!(t.role, ArgRole::NoDep | ArgRole::Output) {
+        for (i, (role, desc)) in args.iter().enumerate() {
+            if matches!(role, ArgRole::NoDep | ArgRole::Output) {
                 continue;
             }
-            if let Some(r) = Region::of(&t.desc) {
+            if let Some(r) = Region::of(desc) {
                 let access = Access {
-                    read: t.role.reads(),
-                    write: t.role.writes_existing(),
+                    read: role.reads(),
+                    write: role.writes_existing(),
                 };
                 self.map
-                    .register_of(t.desc.addr, r, access, (succ, i as u32), |_| true);
+                    .register_of(desc.addr, r, access, (succ, i as u32), |_| true);
             }
         }
     }
@@ -443,18 +470,18 @@ impl EdgeFinder {
     /// Edges of the consumer `succ` found through its tensor slot `i`:
     /// the creator, then the map's writers (RAW/WAW) and, for a writer,
     /// the readers since (WAR).
-    fn tensor_edges(&mut self, succ: TaskId, i: u32, t: &simpler_core::TaskTensor) {
+    fn tensor_edges(&mut self, succ: TaskId, i: u32, role: ArgRole, desc: &ChipTensor) {
         let always = |_: &(TaskId, u32)| true;
-        let f = raw_waw(t.role);
+        let f = raw_waw(role);
         self.add(EdgeRecord {
-            pred: t.desc.owner_task_id,
+            pred: desc.owner_task_id,
             succ,
             arg: Some(i),
             pred_arg: None,
             source: EdgeSource::Creator,
             flags: f,
         });
-        let Some(r) = Region::of(&t.desc) else {
+        let Some(r) = Region::of(desc) else {
             return;
         };
         let mut found: Vec<(TaskId, u32, u32)> = Vec::new();
@@ -462,16 +489,15 @@ impl EdgeFinder {
             read: true,
             write: false,
         };
-        self.map.deps_of(t.desc.addr, &r, read, always, |&(p, a)| {
-            found.push((p, a, f))
-        });
-        if t.role.writes_existing() {
+        self.map
+            .deps_of(desc.addr, &r, read, always, |&(p, a)| found.push((p, a, f)));
+        if role.writes_existing() {
             let write = Access {
                 read: false,
                 write: true,
             };
             let n = found.len();
-            self.map.deps_of(t.desc.addr, &r, write, always, |&(p, a)| {
+            self.map.deps_of(desc.addr, &r, write, always, |&(p, a)| {
                 if !found[..n].iter().any(|x| x.0 == p) {
                     found.push((p, a, 4));
                 }

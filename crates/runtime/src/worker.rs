@@ -16,7 +16,7 @@ use crate::{
     payload,
     racecheck::DispatchWrites,
     scheduler::{settle, state, ReadyItem, Shared},
-    swimlane::{stamp, DispatchRecord, PhaseKind, SchedPhaseRecord},
+    swimlane::{stamp, DispatchRecord, PhaseKind, SchedPhaseRecord, WorkerLog},
     task::Member,
     RuntimeError,
 };
@@ -99,11 +99,13 @@ pub(crate) struct Worker {
     level: u8,
     /// Whether the run dumps (else the producer is never locked).
     dumping: bool,
+    /// What this worker recorded since its last flush (see [`Worker::flush`]).
+    log: WorkerLog,
 }
 
 impl Worker {
     pub fn new(shared: Arc<Shared>, me: usize, payload: Arc<Reserved>) -> Worker {
-        let level = shared.recorders.first().map_or(0, |r| r.lock().level);
+        let level = shared.swim_level;
         let dumping = shared.producers[me].lock().is_some();
         Worker {
             payload,
@@ -113,6 +115,7 @@ impl Worker {
             staging: Vec::new(),
             held: Vec::with_capacity(3),
             level,
+            log: WorkerLog::default(),
         }
     }
 
@@ -125,7 +128,7 @@ impl Worker {
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.work()));
         match r {
             Ok(false) => return, // abandoned inside a kernel: the run is gone
-            Ok(true) => {}
+            Ok(true) => self.flush(),
             Err(p) => shared.fail(RuntimeError::Orchestration(format!(
                 "worker thread failed: {}",
                 panic_message(p.as_ref())
@@ -240,16 +243,16 @@ impl Worker {
         for (k, &member) in members.as_slice().iter().enumerate() {
             let core = &mut held[if mix { member.subtask.id() as usize } else { 0 }];
             let id = first_id + k as u64;
-            let prep = self.phase(shared, sched, PhaseKind::Dispatch, k == 0, |w| {
+            let (prep, dispatched) = self.phase(shared, sched, PhaseKind::Dispatch, k == 0, |w| {
                 if k == 0 {
                     w.first_member(item);
                 }
                 w.prepare(item, member, core, id)
             });
-            let (r, dispatched) = match prep {
-                Err(e) => (Ran::failed(e), 0),
-                Ok(dispatched) => match self.run_kernel(item, member, core, id) {
-                    Outcome::Ran(r) => (r, dispatched),
+            let r = match prep {
+                Err(e) => Ran::failed(e),
+                Ok(()) => match self.run_kernel(item, member, core, id) {
+                    Outcome::Ran(r) => r,
                     Outcome::Skipped => return Members::Skipped,
                     Outcome::Abandoned => return Members::Abandoned,
                 },
@@ -271,7 +274,7 @@ impl Worker {
         ran: [Option<(Ran, Option<DispatchRecord>)>; 3],
     ) {
         let mut records: [Option<DispatchRecord>; 3] = [const { None }; 3];
-        self.phase(shared, sched, PhaseKind::Complete, false, |w| {
+        let ((), finish) = self.phase(shared, sched, PhaseKind::Complete, false, |w| {
             let mut producer = w.producer();
             for (k, (r, rec)) in ran.into_iter().flatten().enumerate() {
                 let p = producer.as_deref_mut();
@@ -280,15 +283,19 @@ impl Worker {
             }
         });
         if self.level > 0 {
-            let finish = match self.level >= 2 {
-                true => stamp(shared.epoch),
-                false => 0,
-            };
-            let mut rec = shared.recorders[sched].lock();
             for mut r in records.into_iter().flatten() {
                 r.finish = finish;
-                rec.dispatches.push(r);
+                self.log.dispatches.push(r);
             }
+            self.flush();
+        }
+    }
+
+    /// Hand what this worker recorded to its log in [`Shared`], where the
+    /// run reads it after the stop (only this worker locks it meanwhile).
+    fn flush(&mut self) {
+        if self.level > 0 {
+            self.shared.logs[self.me].lock().append(&mut self.log);
         }
     }
 
@@ -303,11 +310,12 @@ impl Worker {
         }
     }
 
-    /// Run `f` as one phase of scheduler `sched`: at level ≥ 3 recorded,
-    /// with the scheduler's recorder locked throughout, so no two phases
-    /// overlap on its track (a scheduler is one thread on the device).
-    /// `first` marks a block's first dispatch phase: a new loop iteration
-    /// and one ready-queue pop that found work.
+    /// Run `f` as one phase of scheduler `sched`, recorded at level ≥ 3
+    /// into this worker's log. `first` marks a block's first dispatch
+    /// phase: a new loop iteration and one ready-queue pop that found
+    /// work. Also returns when the phase ended (level ≥ 2: the dispatch is
+    /// handed out, or the completion processed, as the phase ends; 0 at
+    /// level 1), so one clock read serves both.
     fn phase<R>(
         &mut self,
         shared: &Shared,
@@ -315,32 +323,40 @@ impl Worker {
         kind: PhaseKind,
         first: bool,
         f: impl FnOnce(&mut Self) -> R,
-    ) -> R {
+    ) -> (R, u64) {
         if self.level < 3 {
-            return f(self);
+            let r = f(self);
+            let end = match self.level {
+                2 => stamp(shared.epoch),
+                _ => 0,
+            };
+            return (r, end);
         }
-        let mut rec = shared.recorders[sched].lock();
-        if first {
-            rec.loop_iter += 1;
-        }
+        let iters = &shared.sched_iters[sched];
+        let loop_iter = match first {
+            true => iters.fetch_add(1, Ordering::Relaxed) + 1,
+            false => iters.load(Ordering::Relaxed),
+        };
         let queues_start = shared.queue_lengths();
         let start = stamp(shared.epoch);
         let r = f(self);
         let queues_end = shared.queue_lengths();
         let end = stamp(shared.epoch);
-        let loop_iter = rec.loop_iter;
-        rec.phase(SchedPhaseRecord {
-            kind,
-            start,
-            end,
-            loop_iter,
-            processed: 1,
-            queues_start,
-            queues_end,
-            pop_hit: u64::from(first),
-            pop_miss: 0,
-        });
-        r
+        self.log.phases.push((
+            sched as u32,
+            SchedPhaseRecord {
+                kind,
+                start,
+                end,
+                loop_iter,
+                processed: 1,
+                queues_start,
+                queues_end,
+                pop_hit: u64::from(first),
+                pop_miss: 0,
+            },
+        ));
+        (r, end)
     }
 
     /// This worker's dump producer, locked (`None` when dumping is off).
@@ -364,14 +380,14 @@ impl Worker {
     }
 
     /// Write the payload into the core's area and record the dispatch for
-    /// the kernel args dump; when it was handed out (ns, level ≥ 2).
+    /// the kernel args dump.
     fn prepare(
         &mut self,
         item: &ReadyItem,
         member: Member,
         core: &mut CoreState,
         id: u64,
-    ) -> Result<u64, RuntimeError> {
+    ) -> Result<(), RuntimeError> {
         let task = &item.task;
         let subtask = core.subtask;
         self.write_payload(item, core)?;
@@ -397,11 +413,7 @@ impl Worker {
                 &self.shared.gm,
             );
         }
-        Ok(if self.level >= 2 {
-            stamp(self.shared.epoch)
-        } else {
-            0
-        })
+        Ok(())
     }
 
     /// Encode the dispatch payload and write it into the core's area:

@@ -9,7 +9,7 @@ use simpler_core::{topology::CoreType, DType, TaskId};
 use simpler_isa::{Args, Core, KResult};
 use simpler_replay::{simulate_core, TimingParams};
 use simpler_runtime::{
-    swimlane::{EdgeSource, SwimlaneLog},
+    swimlane::{EdgeSource, PhaseKind, SwimlaneLog},
     KernelDef, Kernels, OrchArgs, Runtime, RuntimeConfig, SwimlaneConfig, TaskArgs, TensorInfo,
 };
 
@@ -174,6 +174,20 @@ fn each_dispatch_has_ordered_times_and_respects_its_dependencies() {
     for regs in per_core.values() {
         assert_eq!(*regs, (0..regs.len() as u64).collect::<Vec<_>>());
     }
+    // Each dispatch was handed out as a dispatch phase of its scheduler
+    // ended, and finished as a complete phase ended; each scheduler's
+    // phases are listed in start order, one pop hit per block.
+    for d in &log.dispatches {
+        let phases = &log.sched_phases[d.sched as usize];
+        let ends = |k: PhaseKind, t: u64| phases.iter().any(|p| p.kind == k && p.end == t);
+        assert!(ends(PhaseKind::Dispatch, d.dispatch), "{d:?}");
+        assert!(ends(PhaseKind::Complete, d.finish), "{d:?}");
+    }
+    for phases in &log.sched_phases {
+        assert!(phases.windows(2).all(|w| w[0].start <= w[1].start));
+    }
+    let hits: u64 = log.sched_phases.iter().flatten().map(|p| p.pop_hit).sum();
+    assert_eq!(hits, log.dispatches.len() as u64, "one block per task here");
     let of = |t: TaskId| log.dispatches.iter().find(|d| d.task_id == t).unwrap();
     for e in &log.edges {
         assert!(of(e.succ).start >= of(e.pred).end, "{e:?}");
