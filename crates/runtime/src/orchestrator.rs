@@ -345,7 +345,7 @@ impl<'r> Orchestrator<'r> {
         mut args: TaskArgs,
     ) -> Result<Submitted, RuntimeError> {
         self.check_abort()?;
-        let t0 = self.rec.as_ref().map(|r| r.now());
+        let t0 = self.rec.as_ref().map(|r| r.submit_start());
         let members = self.resolve(kernels)?;
         check_limits(&args)?;
         let ring = self.scope_depth().min(MAX_RINGS - 1);
