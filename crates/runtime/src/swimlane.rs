@@ -261,24 +261,15 @@ pub(crate) fn stamp(epoch: Instant) -> u64 {
     (epoch.elapsed().as_nanos() as u64).max(1)
 }
 
-/// One worker's recording. Only that worker appends to it (behind an
-/// uncontended lock, so that what a worker abandoned inside a kernel had
-/// recorded is still read after the stop): recording takes no lock another
-/// thread waits on, and never serialises the work it times.
+/// One worker's recording. Only that worker appends to it, behind a lock
+/// nobody else takes before the stop (so what a worker abandoned inside a
+/// kernel recorded is still read after it): recording waits for no other
+/// thread and never serialises the work it times.
 #[derive(Default)]
 pub(crate) struct WorkerLog {
     pub dispatches: Vec<DispatchRecord>,
     /// `(logical scheduler, phase)`, level ≥ 3.
     pub phases: Vec<(u32, SchedPhaseRecord)>,
-}
-
-impl WorkerLog {
-    /// Move `other`'s records to the end of this log (`other` keeps its
-    /// capacity, for the next job).
-    pub fn append(&mut self, other: &mut WorkerLog) {
-        self.dispatches.append(&mut other.dispatches);
-        self.phases.append(&mut other.phases);
-    }
 }
 
 /// What the orchestrator did, in order: the graph is rebuilt from it after

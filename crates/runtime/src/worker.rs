@@ -16,7 +16,7 @@ use crate::{
     payload,
     racecheck::DispatchWrites,
     scheduler::{settle, state, ReadyItem, Shared},
-    swimlane::{stamp, DispatchRecord, PhaseKind, SchedPhaseRecord, WorkerLog},
+    swimlane::{stamp, DispatchRecord, PhaseKind, SchedPhaseRecord},
     task::Member,
     RuntimeError,
 };
@@ -99,8 +99,6 @@ pub(crate) struct Worker {
     level: u8,
     /// Whether the run dumps (else the producer is never locked).
     dumping: bool,
-    /// What this worker recorded since its last flush (see [`Worker::flush`]).
-    log: WorkerLog,
 }
 
 impl Worker {
@@ -115,7 +113,6 @@ impl Worker {
             staging: Vec::new(),
             held: Vec::with_capacity(3),
             level,
-            log: WorkerLog::default(),
         }
     }
 
@@ -128,7 +125,7 @@ impl Worker {
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.work()));
         match r {
             Ok(false) => return, // abandoned inside a kernel: the run is gone
-            Ok(true) => self.flush(),
+            Ok(true) => {}
             Err(p) => shared.fail(RuntimeError::Orchestration(format!(
                 "worker thread failed: {}",
                 panic_message(p.as_ref())
@@ -283,19 +280,12 @@ impl Worker {
             }
         });
         if self.level > 0 {
+            // This worker's log: only it locks it until the stop.
+            let mut log = shared.logs[self.me].lock();
             for mut r in records.into_iter().flatten() {
                 r.finish = finish;
-                self.log.dispatches.push(r);
+                log.dispatches.push(r);
             }
-            self.flush();
-        }
-    }
-
-    /// Hand what this worker recorded to its log in [`Shared`], where the
-    /// run reads it after the stop (only this worker locks it meanwhile).
-    fn flush(&mut self) {
-        if self.level > 0 {
-            self.shared.logs[self.me].lock().append(&mut self.log);
         }
     }
 
@@ -342,7 +332,7 @@ impl Worker {
         let r = f(self);
         let queues_end = shared.queue_lengths();
         let end = stamp(shared.epoch);
-        self.log.phases.push((
+        shared.logs[self.me].lock().phases.push((
             sched as u32,
             SchedPhaseRecord {
                 kind,
