@@ -313,3 +313,48 @@ fn command_exit_codes_and_errors() {
         "{e}"
     );
 }
+
+#[test]
+fn an_export_onto_a_full_disk_stops_with_one_error_and_leaves_only_whole_files() {
+    let base = tempfile::tempdir().unwrap();
+    let (m, bin) = synth::varied();
+    synth::write(&base.path().join("run"), &m, &bin);
+    let dir = path_str(&base.path().join("run"));
+    // The whole export on a roomy disk, to compare with.
+    let full = base.path().join("full");
+    let (code, _) = run(
+        &[&dir, "--export", "npy", "--out", &path_str(&full)],
+        Path::new("/"),
+    )
+    .unwrap();
+    assert_eq!(code, 0);
+    let args = [
+        "dump", "view", &dir, "--export", "npy", "--out", "e", "--limit", "0",
+    ];
+    let Some((o, left)) = crate::faults::on_tmpfs("size=12k", &args) else {
+        return;
+    };
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("No space left on device") && err.contains(".npy"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "one error line: {err}");
+    assert!(!err.contains("panicked") && !err.contains(".tmp"), "{err}");
+    crate::common::assert_no_tmp(left.path());
+    // What it wrote before the disk filled is whole: byte for byte the
+    // files of the full export.
+    let written: Vec<_> = std::fs::read_dir(left.path().join("e")).unwrap().collect();
+    assert!(written.len() < 12, "the disk should have filled");
+    for f in written {
+        let f = f.unwrap();
+        let want = std::fs::read(full.join(f.file_name())).unwrap();
+        assert_eq!(
+            std::fs::read(f.path()).unwrap(),
+            want,
+            "{:?}",
+            f.file_name()
+        );
+    }
+}

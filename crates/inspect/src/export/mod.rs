@@ -196,3 +196,10 @@ pub fn npy_dtype_note(dtype: DType) -> Option<&'static str> {
         _ => None,
     }
 }
+
+/// A failed export write as the OS said it, without the temporary file's
+/// name or Rust's `(os error N)`: [`ExportError::Write`] names the file.
+pub(crate) fn os_error(e: simpler_format::durable::WriteError) -> std::io::Error {
+    let msg = simpler_format::durable::os_message(&e.source);
+    std::io::Error::new(e.source.kind(), msg)
+}

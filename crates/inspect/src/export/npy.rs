@@ -14,8 +14,6 @@
 //! of the complete elements it holds; a metadata-only record (no payload) is
 //! skipped.
 
-use std::fs::File;
-use std::io::BufWriter;
 use std::path::Path;
 
 use half::{bf16, f16};
@@ -30,16 +28,20 @@ fn write_npy<T: npyz::AutoSerialize>(
     shape: &[u64],
     items: impl Iterator<Item = T>,
 ) -> std::io::Result<()> {
-    let file = BufWriter::new(File::create(path)?);
-    let mut w = npyz::WriteOptions::<T>::new()
-        .default_dtype()
-        .shape(shape)
-        .writer(file)
-        .begin_nd()?;
-    for x in items {
-        w.push(&x)?;
-    }
-    w.finish()
+    // Atomic and durable: a full disk or a signal leaves no partial file
+    // (the caller names the file in the error).
+    simpler_format::durable::write_atomic(path, |file| {
+        let mut w = npyz::WriteOptions::<T>::new()
+            .default_dtype()
+            .shape(shape)
+            .writer(file)
+            .begin_nd()?;
+        for x in items {
+            w.push(&x)?;
+        }
+        w.finish()
+    })
+    .map_err(super::os_error)
 }
 
 fn chunks<const N: usize>(bytes: &[u8]) -> impl Iterator<Item = [u8; N]> + '_ {

@@ -311,7 +311,11 @@ pub fn export_txt(
     path: &Path,
     opts: TxtOptions,
 ) -> std::io::Result<ExportOutcome> {
-    std::fs::write(path, render_txt(info, r, bytes, opts))?;
+    let text = render_txt(info, r, bytes, opts);
+    // Atomic and durable: a full disk or a signal leaves no partial file
+    // (the caller names the file in the error).
+    simpler_format::durable::write_atomic(path, |w| std::io::Write::write_all(w, text.as_bytes()))
+        .map_err(super::os_error)?;
     let mut note: Vec<String> = Vec::new();
     if r.dtype == DType::Bfloat16 {
         note.push("BFLOAT16 shown as FLOAT32 values".into());
