@@ -15,7 +15,7 @@ use crate::registry::Workloads;
 /// Run the `simpler` command line over the bundled workloads plus
 /// `workloads` (yours; a name that clashes with a bundled one is refused
 /// at startup) and return the process's exit code: 0 ok, 1 a check
-/// failed, 2 bad input or an I/O error, 130/143 interrupted.
+/// failed, 2 bad input or an I/O error, 130/143/129 interrupted (SIGINT/SIGTERM/SIGHUP).
 ///
 /// Reads the process's arguments and owns its SIGINT/SIGTERM handling:
 /// call it once, from `main`.

@@ -10,7 +10,7 @@ use crate::{cli::RunArgs, dump_cfg::RunDir, registry::Workloads};
 
 /// Run, print PASS/FAIL with the error figures; exit 1 on FAIL. A first
 /// SIGINT/SIGTERM stops the run and exports its dump as incomplete (exit
-/// 130/143); a timeout, a kernel error or a failed write exit 2, saying
+/// 130/143/129); a timeout, a kernel error or a failed write exit 2, saying
 /// what the dump kept; a write race under `--racecheck error` (a failed
 /// check) exits 1.
 pub(crate) fn run(a: &RunArgs, ws: &Workloads) -> Result<ExitCode> {
@@ -129,7 +129,7 @@ fn failed(e: &WorkloadError, rt: &Runtime, run_dir: Option<RunDir>) -> ExitCode 
     failure_code(e)
 }
 
-/// 130/143 when a signal stopped the run, 1 for a write race under
+/// 130/143/129 when a signal stopped the run, 1 for a write race under
 /// `--racecheck error` (a check failed), else 2.
 fn failure_code(e: &WorkloadError) -> ExitCode {
     match e {

@@ -1,12 +1,14 @@
-//! SIGINT and SIGTERM.
+//! SIGINT, SIGTERM and SIGHUP (a closed terminal or a dropped ssh
+//! session must not lose a run's dump either).
 //!
 //! During `simpler run` the first signal stops the run gracefully through
 //! the runtime's [`CancelToken`]: no new kernel starts, running ones are
 //! not waited for, and the dump is exported as `incomplete` with the reason
-//! `interrupted by SIGINT` (or SIGTERM) and the hang snapshot; the process
-//! then exits 130 (143). A second signal — or the first one during any
-//! other command — removes every unfinished file and folder the process
-//! registered ([`simpler_format::durable`]) and exits at once with 130 (143).
+//! `interrupted by SIGINT` (SIGTERM, SIGHUP) and the hang snapshot; the
+//! process then exits 128 + the signal: 130 (143, 129). A second signal —
+//! or the first one during any other command — removes every unfinished
+//! file and folder the process registered ([`simpler_format::durable`])
+//! and exits at once with that code.
 //!
 //! Signals are taken on a thread of their own (`signal-hook`'s iterator),
 //! so the handling is ordinary code, not async-signal-safe code.
@@ -22,7 +24,7 @@ use std::{
 
 use anyhow::{Context, Result};
 use signal_hook::{
-    consts::{SIGINT, SIGTERM},
+    consts::{SIGHUP, SIGINT, SIGTERM},
     iterator::Signals,
 };
 use simpler_runtime::CancelToken;
@@ -45,20 +47,20 @@ fn state() -> &'static State {
 }
 
 fn name(sig: i32) -> &'static str {
-    if sig == SIGINT {
-        "SIGINT"
-    } else {
-        "SIGTERM"
+    match sig {
+        SIGINT => "SIGINT",
+        SIGHUP => "SIGHUP",
+        _ => "SIGTERM",
     }
 }
 
-/// Take SIGINT and SIGTERM from now on (call first thing in `main`).
+/// Take SIGINT, SIGTERM and SIGHUP from now on (call first thing in `main`).
 ///
 /// # Errors
 /// When the handlers cannot be installed.
 pub fn install() -> Result<()> {
     let mut signals =
-        Signals::new([SIGINT, SIGTERM]).context("cannot install the SIGINT/SIGTERM handlers")?;
+        Signals::new([SIGINT, SIGTERM, SIGHUP]).context("cannot install the signal handlers")?;
     let s = state();
     std::thread::Builder::new()
         .name("signals".into())
@@ -104,7 +106,8 @@ pub fn token() -> CancelToken {
     state().token.clone()
 }
 
-/// Exit code 130 (SIGINT) or 143 (SIGTERM) once a signal was taken.
+/// Exit code 130 (SIGINT), 143 (SIGTERM) or 129 (SIGHUP) once a signal
+/// was taken.
 pub fn interrupted() -> Option<ExitCode> {
     match state().first.load(Ordering::Acquire) {
         0 => None,

@@ -1,5 +1,5 @@
 //! `simpler run paged_attention --case CaseLarge --dump-tensor` killed with
-//! SIGINT / SIGTERM at many points of its run: every kill leaves a
+//! SIGINT / SIGTERM / SIGHUP at many points of its run: every kill leaves a
 //! manifest the viewer loads, whose records are byte-identical to a
 //! complete run of the same seed, no temporary file, and the exit code of
 //! the signal. A second signal aborts at once and leaves nothing.
@@ -39,11 +39,7 @@ fn case_large_killed_at_twelve_points_leaves_loadable_matching_dumps() {
     let (mut killed, mut tries, mut i) = (0, 0, 0);
     while i < 12 && tries < 30 {
         tries += 1;
-        let (sig, code) = if i % 2 == 0 {
-            ("INT", 130)
-        } else {
-            ("TERM", 143)
-        };
+        let (sig, code) = [("INT", 130), ("TERM", 143), ("HUP", 129)][i % 3];
         let at = Duration::from_secs_f64(span * (0.02 + 0.07 * i as f64));
         let tmp = tempfile::tempdir().unwrap();
         let mut child = start_case_large(tmp.path());
