@@ -9,7 +9,7 @@ use simpler_workloads::{GoldenCheck, Outcome, Workload, WorkloadError};
 use crate::{cli::RunArgs, dump_cfg::RunDir, registry::Workloads};
 
 /// Run, print PASS/FAIL with the error figures; exit 1 on FAIL. A first
-/// SIGINT/SIGTERM stops the run and exports its dump as incomplete (exit
+/// SIGINT/SIGTERM/SIGHUP stops the run and exports its dump as incomplete (exit
 /// 130/143/129); a timeout, a kernel error or a failed write exit 2, saying
 /// what the dump kept; a write race under `--racecheck error` (a failed
 /// check) exits 1.
