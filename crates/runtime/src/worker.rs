@@ -240,12 +240,12 @@ impl Worker {
         for (k, &member) in members.as_slice().iter().enumerate() {
             let core = &mut held[if mix { member.subtask.id() as usize } else { 0 }];
             let id = first_id + k as u64;
-            let (prep, dispatched) = self.phase(shared, sched, PhaseKind::Dispatch, k == 0, |w| {
-                if k == 0 {
-                    w.first_member(item);
-                }
-                w.prepare(item, member, core, id)
-            });
+            let phase = self.begin_phase(sched, PhaseKind::Dispatch, k == 0, None);
+            if k == 0 {
+                self.first_member(item);
+            }
+            let prep = self.prepare(item, member, core, id);
+            let queues = phase.as_ref().map(|_| shared.queue_lengths());
             let r = match prep {
                 Err(e) => Ran::failed(e),
                 Ok(()) => match self.run_kernel(item, member, core, id) {
@@ -254,6 +254,13 @@ impl Worker {
                     Outcome::Abandoned => return Members::Abandoned,
                 },
             };
+            // Handed out as its kernel starts: cores queue nothing.
+            let dispatched = match (self.level, r.start) {
+                (0 | 1, _) => 0,
+                (_, 0) => stamp(shared.epoch),
+                (_, t) => t,
+            };
+            self.end_phase(phase, queues, dispatched);
             let rec = (self.level > 0).then(|| record(item, member, core, sched, dispatched, &r));
             core.reg += 1;
             ran[k] = Some((r, rec));
@@ -271,14 +278,21 @@ impl Worker {
         ran: [Option<(Ran, Option<DispatchRecord>)>; 3],
     ) {
         let mut records: [Option<DispatchRecord>; 3] = [const { None }; 3];
-        let ((), finish) = self.phase(shared, sched, PhaseKind::Complete, false, |w| {
-            let mut producer = w.producer();
-            for (k, (r, rec)) in ran.into_iter().flatten().enumerate() {
-                let p = producer.as_deref_mut();
-                settle(&w.shared, &item.task, item.block, r.result, p);
-                records[k] = rec;
-            }
-        });
+        // It began as the (last) kernel returned.
+        let returned = ran.iter().flatten().map(|(r, _)| r.end).max();
+        let phase = self.begin_phase(sched, PhaseKind::Complete, false, returned);
+        let mut producer = self.producer();
+        for (k, (r, rec)) in ran.into_iter().flatten().enumerate() {
+            let p = producer.as_deref_mut();
+            settle(shared, &item.task, item.block, r.result, p);
+            records[k] = rec;
+        }
+        drop(producer);
+        let finish = match self.level {
+            0 | 1 => 0,
+            _ => stamp(shared.epoch),
+        };
+        self.end_phase(phase, None, finish);
         if self.level > 0 {
             // This worker's log: only it locks it until the stop.
             let mut log = shared.logs[self.me].lock();
@@ -300,53 +314,58 @@ impl Worker {
         }
     }
 
-    /// Run `f` as one phase of scheduler `sched`, recorded at level ≥ 3
-    /// into this worker's log. `first` marks a block's first dispatch
-    /// phase: a new loop iteration and one ready-queue pop that found
-    /// work. Also returns when the phase ended (level ≥ 2: the dispatch is
-    /// handed out, or the completion processed, as the phase ends; 0 at
-    /// level 1), so one clock read serves both.
-    fn phase<R>(
-        &mut self,
-        shared: &Shared,
+    /// Begin a phase of scheduler `sched` (recorded at level ≥ 3 only):
+    /// at `start`, or now. `first` marks a block's first dispatch phase: a
+    /// new loop iteration and one ready-queue pop that found work.
+    fn begin_phase(
+        &self,
         sched: usize,
         kind: PhaseKind,
         first: bool,
-        f: impl FnOnce(&mut Self) -> R,
-    ) -> (R, u64) {
+        start: Option<u64>,
+    ) -> Option<(u32, SchedPhaseRecord)> {
         if self.level < 3 {
-            let r = f(self);
-            let end = match self.level {
-                2 => stamp(shared.epoch),
-                _ => 0,
-            };
-            return (r, end);
+            return None;
         }
+        let shared = &self.shared;
         let iters = &shared.sched_iters[sched];
         let loop_iter = match first {
             true => iters.fetch_add(1, Ordering::Relaxed) + 1,
             false => iters.load(Ordering::Relaxed),
         };
         let queues_start = shared.queue_lengths();
-        let start = stamp(shared.epoch);
-        let r = f(self);
-        let queues_end = shared.queue_lengths();
-        let end = stamp(shared.epoch);
-        shared.logs[self.me].lock().phases.push((
-            sched as u32,
-            SchedPhaseRecord {
-                kind,
-                start,
-                end,
-                loop_iter,
-                processed: 1,
-                queues_start,
-                queues_end,
-                pop_hit: u64::from(first),
-                pop_miss: 0,
-            },
-        ));
-        (r, end)
+        let start = start.filter(|&t| t > 0);
+        let p = SchedPhaseRecord {
+            kind,
+            start: start.unwrap_or_else(|| stamp(shared.epoch)),
+            end: 0,
+            loop_iter,
+            processed: 1,
+            queues_start,
+            queues_end: queues_start,
+            pop_hit: u64::from(first),
+            pop_miss: 0,
+        };
+        Some((sched as u32, p))
+    }
+
+    /// End a phase begun by [`Worker::begin_phase`] at `end` (a stamp the
+    /// caller took anyway: one clock read serves the dispatch record and
+    /// the phase), with the ready queues as they were then (`queues`), or
+    /// as they are now; into this worker's log.
+    fn end_phase(
+        &self,
+        phase: Option<(u32, SchedPhaseRecord)>,
+        queues: Option<[u64; 3]>,
+        end: u64,
+    ) {
+        let Some((sched, mut p)) = phase else {
+            return;
+        };
+        p.queues_end = queues.unwrap_or_else(|| self.shared.queue_lengths());
+        p.end = end.max(p.start);
+        // This worker's log: only it locks it until the stop.
+        self.shared.logs[self.me].lock().phases.push((sched, p));
     }
 
     /// This worker's dump producer, locked (`None` when dumping is off).
