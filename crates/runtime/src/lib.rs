@@ -41,6 +41,7 @@
 
 mod args;
 mod cancel;
+mod clock;
 mod config;
 mod core_slot;
 mod cores;

@@ -309,7 +309,7 @@ impl Runtime {
             self.cfg.task_window,
             parker,
             self.cfg.timeout,
-            rec.map(|s| crate::swimlane::OrchRecorder::new(s.level, shared.epoch)),
+            rec.map(|s| crate::swimlane::OrchRecorder::new(s.level, shared.clock)),
         )
     }
 
@@ -333,6 +333,7 @@ impl Runtime {
             level: self.cfg.swimlane.as_ref().map_or(0, |s| s.level),
             clusters: self.cfg.clusters,
             sched_threads: chip.sched_threads(),
+            scale: chip.scale(),
             orch,
             workers: chip.take_recorded(),
             func_names: self.registry.iter().map(|k| (k.func_id, k.name)).collect(),

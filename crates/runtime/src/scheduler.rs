@@ -129,6 +129,8 @@ pub(crate) struct Shared {
     pub cores: Box<[CachePadded<CoreSlot>]>,
     /// Start of the run, the zero of [`CoreSlot`] times.
     pub epoch: Instant,
+    /// The timeline's clock (zero at `epoch`).
+    pub clock: crate::clock::Clock,
     /// When the run's time limit passes, if it has one.
     deadline: Option<Instant>,
     /// Logical schedulers (cluster `c` belongs to `c % scheds`).
@@ -162,7 +164,8 @@ impl Shared {
     ) -> Shared {
         let n_cores = 3 * spec.clusters;
         let scheds = spec.sched_threads.min(spec.clusters);
-        let epoch = Instant::now();
+        let clock = crate::clock::Clock::start();
+        let epoch = clock.epoch();
         Shared {
             gm: gm.clone(),
             ready: Default::default(),
@@ -184,6 +187,7 @@ impl Shared {
             race: Races::new(spec.racecheck),
             cores: (0..n_cores).map(|_| CachePadded::default()).collect(),
             epoch,
+            clock,
             deadline: spec.deadline,
             scheds,
             producers: (0..n_workers)
@@ -484,6 +488,11 @@ impl Chip {
     /// Logical schedulers of the run.
     pub fn sched_threads(&self) -> u32 {
         self.shared.scheds
+    }
+
+    /// How to turn the run's timeline stamps into nanoseconds (after it).
+    pub fn scale(&self) -> crate::clock::Scale {
+        self.shared.clock.scale()
     }
 
     /// Free the payload areas — unless the stop was forced: an abandoned

@@ -14,8 +14,10 @@
 //! - the orchestrator keeps the submit sequence (each task, and each
 //!   buffer freed) and at level 4 each submit's span ([`SubmitRecord`]).
 //!
-//! All times come from one monotonic clock, the run's epoch, as
-//! nanoseconds — 1 GHz cycles in the swimlane files. Recording never
+//! All times come from one clock (`crate::clock`: the time-stamp counter
+//! where the OS trusts it, else `Instant`), stamped cheaply during the
+//! run and turned into nanoseconds since the run's start when the
+//! recording is taken — 1 GHz cycles in the swimlane files. Recording never
 //! changes what kernels compute: instruction recording only appends
 //! records.
 //!
@@ -28,12 +30,13 @@
 //! no wait for those, but the graph — and a prediction of another
 //! machine — does). So the edges do not depend on timing.
 
-use std::{sync::Arc, time::Instant};
+use std::sync::Arc;
 
 use simpler_core::{topology::Subtask, ArgRole, ChipTensor, TaskId};
 use simpler_isa::InstrRecord;
 
 use crate::{
+    clock::{Clock, Scale},
     task::Task,
     tensormap::{Access, Region, TensorMap},
 };
@@ -221,6 +224,8 @@ pub(crate) struct Recorded {
     pub level: u8,
     pub clusters: u32,
     pub sched_threads: u32,
+    /// The run's stamps → nanoseconds.
+    pub scale: Scale,
     pub orch: OrchRecorder,
     pub workers: Vec<WorkerLog>,
     pub func_names: Vec<(u32, &'static str)>,
@@ -229,7 +234,12 @@ pub(crate) struct Recorded {
 impl Recorded {
     /// Merge the threads' buffers and rebuild the graph.
     pub fn into_log(self) -> SwimlaneLog {
-        let (tasks, edges, submits) = self.orch.finish();
+        let ns = |t: &mut u64| *t = self.scale.ns(*t);
+        let (tasks, edges, mut submits) = self.orch.finish();
+        for s in &mut submits {
+            ns(&mut s.start);
+            ns(&mut s.end);
+        }
         let mut log = SwimlaneLog {
             level: self.level,
             clusters: self.clusters,
@@ -242,8 +252,16 @@ impl Recorded {
         };
         log.sched_phases = vec![Vec::new(); self.sched_threads as usize];
         for w in self.workers {
-            log.dispatches.extend(w.dispatches);
-            for (s, p) in w.phases {
+            for mut d in w.dispatches {
+                let times = [&mut d.dispatch, &mut d.receive, &mut d.start];
+                for t in times.into_iter().chain([&mut d.end, &mut d.finish]) {
+                    ns(t);
+                }
+                log.dispatches.push(d);
+            }
+            for (s, mut p) in w.phases {
+                ns(&mut p.start);
+                ns(&mut p.end);
                 log.sched_phases[s as usize].push(p);
             }
         }
@@ -254,11 +272,6 @@ impl Recorded {
         log.func_names.sort_unstable();
         log
     }
-}
-
-/// Nanoseconds since `epoch`, at least 1 (0 means "none" in the files).
-pub(crate) fn stamp(epoch: Instant) -> u64 {
-    (epoch.elapsed().as_nanos() as u64).max(1)
 }
 
 /// One worker's recording. Only that worker appends to it, behind a lock
@@ -299,7 +312,7 @@ struct TaskHead {
 /// submits' spans.
 pub(crate) struct OrchRecorder {
     level: u8,
-    epoch: Instant,
+    clock: Clock,
     events: Vec<OrchEvent>,
     /// Every task's tensor arguments, in submission then slot order.
     args: Vec<(ArgRole, ChipTensor)>,
@@ -333,10 +346,10 @@ fn raw_waw(role: ArgRole) -> u32 {
 }
 
 impl OrchRecorder {
-    pub fn new(level: u8, epoch: Instant) -> OrchRecorder {
+    pub fn new(level: u8, clock: Clock) -> OrchRecorder {
         OrchRecorder {
             level,
-            epoch,
+            clock,
             events: Vec::new(),
             args: Vec::new(),
             after: Vec::new(),
@@ -348,7 +361,7 @@ impl OrchRecorder {
     /// records submits (0 otherwise, saving a clock read per task).
     pub fn submit_start(&self) -> u64 {
         match self.level >= 4 {
-            true => stamp(self.epoch),
+            true => self.clock.stamp(),
             false => 0,
         }
     }
@@ -359,7 +372,7 @@ impl OrchRecorder {
         if self.level >= 4 {
             // Before the graph bookkeeping below, which is the recorder's
             // cost, not the submit's.
-            let end = stamp(self.epoch);
+            let end = self.clock.stamp();
             self.submits.push(SubmitRecord {
                 submit_idx: self.submits.len() as u64,
                 task_id: task.id,

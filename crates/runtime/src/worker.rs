@@ -16,7 +16,7 @@ use crate::{
     payload,
     racecheck::DispatchWrites,
     scheduler::{settle, state, ReadyItem, Shared},
-    swimlane::{stamp, DispatchRecord, PhaseKind, SchedPhaseRecord},
+    swimlane::{DispatchRecord, PhaseKind, SchedPhaseRecord},
     task::Member,
     RuntimeError,
 };
@@ -257,7 +257,7 @@ impl Worker {
             // Handed out as its kernel starts: cores queue nothing.
             let dispatched = match (self.level, r.start) {
                 (0 | 1, _) => 0,
-                (_, 0) => stamp(shared.epoch),
+                (_, 0) => shared.clock.stamp(),
                 (_, t) => t,
             };
             self.end_phase(phase, queues, dispatched);
@@ -290,7 +290,7 @@ impl Worker {
         drop(producer);
         let finish = match self.level {
             0 | 1 => 0,
-            _ => stamp(shared.epoch),
+            _ => shared.clock.stamp(),
         };
         self.end_phase(phase, None, finish);
         if self.level > 0 {
@@ -337,7 +337,7 @@ impl Worker {
         let start = start.filter(|&t| t > 0);
         let p = SchedPhaseRecord {
             kind,
-            start: start.unwrap_or_else(|| stamp(shared.epoch)),
+            start: start.unwrap_or_else(|| shared.clock.stamp()),
             end: 0,
             loop_iter,
             processed: 1,
@@ -475,13 +475,16 @@ impl Worker {
         if self.shared.cost.is_some() {
             cs.core.start_recording();
         }
-        // One clock read serves the slot and the timeline.
         let now = self.shared.epoch.elapsed();
         slot.start(item.task.id, now);
+        let start = match self.level {
+            0 => 0,
+            _ => self.shared.clock.stamp_of(now),
+        };
         let args = Args::in_area(&self.shared.gm, self.shared.payload_area, cs.payload);
         let r = kernel::run(member.func, &mut cs.core, &args);
         let end = if self.level > 0 {
-            stamp(self.shared.epoch)
+            self.shared.clock.stamp()
         } else {
             0
         };
@@ -499,7 +502,7 @@ impl Worker {
             .map(|f| f(&cs.core.take_records()));
         Outcome::Ran(Ran {
             result: kernel_result(item, member, cs, r),
-            start: (now.as_nanos() as u64).max(1),
+            start,
             end,
             cost,
         })

@@ -242,7 +242,14 @@ fn predict_times_each_dispatch_like_a_replay_and_changes_no_result() {
 /// all the intermediates together: the run only fits because each scope's
 /// buffer is freed and its space reused. Returns the task ids in
 /// submission order, `out`'s bits and the log.
-fn scoped_chain(level: u8, steps: u32) -> (Vec<TaskId>, Vec<u32>, Option<SwimlaneLog>) {
+type Chain = (
+    Vec<TaskId>,
+    Vec<u32>,
+    Option<SwimlaneLog>,
+    std::time::Duration,
+);
+
+fn scoped_chain(level: u8, steps: u32) -> Chain {
     let cfg = RuntimeConfig {
         clusters: 2,
         sched_threads: 2,
@@ -256,31 +263,32 @@ fn scoped_chain(level: u8, steps: u32) -> (Vec<TaskId>, Vec<u32>, Option<Swimlan
         .unwrap();
     let out = rt.alloc_tensor(&SHAPE, DType::Float32).unwrap();
     let mut ids = Vec::new();
-    rt.run(&OrchArgs::new().tensor(x).output(out), |o, args| {
-        let (x, out) = (args.tensor_at(0)?, args.tensor_at(1)?);
-        for i in 0..steps {
-            o.scope(|o| {
-                let info = TensorInfo::new(&SHAPE, DType::Float32);
-                let s = (i % 7) as f32 * 0.125;
-                let a = TaskArgs::new().input(&x).output(info).scalar_f32(s);
-                let a = o.submit(Kernels::Aiv(0), a)?;
-                let t = &a.outputs[0];
-                let b = o.submit(Kernels::Aiv(1), TaskArgs::new().inout(t).scalar_f32(s))?;
-                let c = TaskArgs::new()
-                    .input(t)
-                    .output_existing(&out)
-                    .scalar_f32(0.0);
-                let c = o.submit(Kernels::Aiv(0), c)?;
-                ids.extend([a.task_id, b.task_id, c.task_id]);
-                Ok(())
-            })?;
-        }
-        Ok(())
-    })
-    .unwrap();
+    let report = rt
+        .run(&OrchArgs::new().tensor(x).output(out), |o, args| {
+            let (x, out) = (args.tensor_at(0)?, args.tensor_at(1)?);
+            for i in 0..steps {
+                o.scope(|o| {
+                    let info = TensorInfo::new(&SHAPE, DType::Float32);
+                    let s = (i % 7) as f32 * 0.125;
+                    let a = TaskArgs::new().input(&x).output(info).scalar_f32(s);
+                    let a = o.submit(Kernels::Aiv(0), a)?;
+                    let t = &a.outputs[0];
+                    let b = o.submit(Kernels::Aiv(1), TaskArgs::new().inout(t).scalar_f32(s))?;
+                    let c = TaskArgs::new()
+                        .input(t)
+                        .output_existing(&out)
+                        .scalar_f32(0.0);
+                    let c = o.submit(Kernels::Aiv(0), c)?;
+                    ids.extend([a.task_id, b.task_id, c.task_id]);
+                    Ok(())
+                })?;
+            }
+            Ok(())
+        })
+        .unwrap();
     let bits = rt.download_pod::<f32>(&out).unwrap();
     let bits = bits.iter().map(|v| v.to_bits()).collect();
-    (ids, bits, rt.take_swimlane())
+    (ids, bits, rt.take_swimlane(), report.wall)
 }
 
 #[test]
@@ -289,12 +297,21 @@ fn a_recorded_run_that_reuses_freed_addresses_has_no_false_edges() {
     // GM: addresses are freed and reused, and the graph must not link a
     // buffer's writer to the writer of an earlier buffer at that address.
     let steps = 3000;
-    let (_, plain, _) = scoped_chain(0, steps);
-    let (ids, bits, log) = scoped_chain(1, steps);
+    let (_, plain, _, _) = scoped_chain(0, steps);
+    let (ids, bits, log, wall) = scoped_chain(1, steps);
     assert_eq!(bits, plain, "recording changed the result");
     let log = log.unwrap();
     assert_eq!(log.tasks.len(), ids.len());
     assert_eq!(log.dispatches.len(), ids.len());
+    // Times are nanoseconds since the run's start: the last kernel ended
+    // within the run's wall (give or take the chip's start-up), and most
+    // of the way into it (thousands of tasks back to back).
+    let last = log.dispatches.iter().map(|d| d.end).max().unwrap();
+    let wall = wall.as_nanos() as u64;
+    assert!(
+        last <= wall + 1_000_000 && last >= wall / 4,
+        "last end {last} ns, wall {wall} ns"
+    );
     // Edges stay inside a step, except consumer to next consumer (both
     // write `out`).
     let pos: std::collections::HashMap<TaskId, usize> =
