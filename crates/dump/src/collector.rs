@@ -188,6 +188,11 @@ fn write_payload(file: &File, arena: &[u8]) -> (usize, Option<std::io::Error>) {
     (done, None)
 }
 
+/// Payload bytes handed to the disk at once while the run streams them
+/// ([`crate::durable::start_writeback`]): the `.bin`'s fsync at the end
+/// then finds most of it written.
+const WRITEBACK_CHUNK: u64 = 8 << 20;
+
 fn collector_main(
     rx: Receiver<Batch>,
     free: Sender<Batch>,
@@ -208,6 +213,8 @@ fn collector_main(
         lost: 0,
         races: RaceSection::default(),
     };
+    // Payload bytes before this offset are already being written back.
+    let mut writeback_from = 0;
     for batch in rx {
         let base = c.bin_bytes;
         // Bytes of this batch's arena that reached the file.
@@ -217,6 +224,11 @@ fn collector_main(
                 let (n, err) = write_payload(bin.file(), &batch.arena);
                 reached = n;
                 c.bin_bytes += n as u64;
+                if c.bin_bytes - writeback_from >= WRITEBACK_CHUNK {
+                    let len = c.bin_bytes - writeback_from;
+                    crate::durable::start_writeback(bin.file(), writeback_from, len);
+                    writeback_from = c.bin_bytes;
+                }
                 if let Some(e) = err {
                     hook.failed(crate::durable::os_message(&e));
                     c.bin_error = Some(e);

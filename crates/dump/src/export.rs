@@ -116,6 +116,8 @@ fn write_lines_parallel(
                 ready.notify_all();
                 return Err(e);
             }
+            // The fsync at the end then finds this block on its way.
+            simpler_format::durable::start_writeback(file, at, buf.len() as u64);
         }
         Ok(())
     };
