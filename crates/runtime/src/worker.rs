@@ -211,7 +211,7 @@ impl Worker {
         self.held = held;
         match done {
             Members::Ran => {
-                self.complete(shared, &item, sched, ran);
+                self.complete(shared, &item, sched, &mut ran);
                 true
             }
             // The stop was forced: the task stays unfinished.
@@ -275,17 +275,19 @@ impl Worker {
         shared: &Shared,
         item: &ReadyItem,
         sched: usize,
-        ran: [Option<(Ran, Option<DispatchRecord>)>; 3],
+        ran: &mut [Option<(Ran, Option<DispatchRecord>)>; 3],
     ) {
-        let mut records: [Option<DispatchRecord>; 3] = [const { None }; 3];
         // It began as the (last) kernel returned.
         let returned = ran.iter().flatten().map(|(r, _)| r.end).max();
         let phase = self.begin_phase(sched, PhaseKind::Complete, false, returned);
         let mut producer = self.producer();
-        for (k, (r, rec)) in ran.into_iter().flatten().enumerate() {
+        // `ran` is taken by reference and member by member: the array is
+        // large (a result and a timeline record per member), and moving it
+        // whole cost a copy per task on the dispatch path.
+        for (r, _) in ran.iter_mut().map_while(Option::as_mut) {
             let p = producer.as_deref_mut();
-            settle(shared, &item.task, item.block, r.result, p);
-            records[k] = rec;
+            let result = std::mem::replace(&mut r.result, Ok(()));
+            settle(shared, &item.task, item.block, result, p);
         }
         drop(producer);
         let finish = match self.level {
@@ -296,9 +298,11 @@ impl Worker {
         if self.level > 0 {
             // This worker's log: only it locks it until the stop.
             let mut log = shared.logs[self.me].lock();
-            for mut r in records.into_iter().flatten() {
-                r.finish = finish;
-                log.dispatches.push(r);
+            for slot in ran.iter_mut() {
+                if let Some((_, Some(mut r))) = slot.take() {
+                    r.finish = finish;
+                    log.dispatches.push(r);
+                }
             }
         }
     }
