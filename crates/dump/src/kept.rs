@@ -127,7 +127,8 @@ pub(crate) struct Layout {
 pub(crate) struct Tables {
     pub layouts: Vec<Layout>,
     layout_ids: HashMap<LayoutKey, u32>,
-    /// `[f0,f1]` per func-id list.
+    /// `","func_id":[f0,f1],"role":"` per func-id list: the text
+    /// between a record's task id and its role.
     pub funcs: Vec<Vec<u8>>,
     /// The same lists as numbers.
     pub func_lists: Vec<Vec<u32>>,
@@ -215,8 +216,9 @@ impl Tables {
             }
         }
         let id = *self.func_ids.entry(key).or_insert_with(|| {
-            let mut s = Vec::new();
+            let mut s = b"\",\"func_id\":".to_vec();
             push_list(&mut s, &ids[..usize::from(key.1)]);
+            s.extend_from_slice(b",\"role\":\"");
             self.funcs.push(s);
             self.func_lists.push(ids[..usize::from(key.1)].to_vec());
             (self.funcs.len() - 1) as u32
@@ -227,17 +229,17 @@ impl Tables {
 
     /// Append the JSON of `k` — byte for byte what serde writes for the
     /// same record as [`simpler_format::tensor_dump::Record`] (tested).
+    ///
+    /// A large dump formats hundreds of thousands of these after the run,
+    /// so the text is put together from as few pieces as possible: the
+    /// interned func-id and layout fragments, and one fragment per (role,
+    /// stage) pair ([`role_stage`]).
     pub fn write_json(&self, out: &mut Vec<u8>, k: &Kept) {
         let layout = &self.layouts[k.layout as usize];
         out.extend_from_slice(b"{\"task_id\":\"");
         push_hex64(out, k.task_id);
-        out.extend_from_slice(b"\",\"func_id\":");
         out.extend_from_slice(&self.funcs[k.funcs as usize]);
-        out.extend_from_slice(b",\"role\":\"");
-        out.extend_from_slice(role_name(k.role()).as_bytes());
-        out.extend_from_slice(b"\",\"stage\":\"");
-        out.extend_from_slice(k.stage().name().as_bytes());
-        out.extend_from_slice(b"\",\"arg_index\":");
+        out.extend_from_slice(role_stage(k));
         push_int(out, k.arg_index);
         out.extend_from_slice(&layout.head);
         if k.is_scalar() {
@@ -266,6 +268,34 @@ impl Tables {
             });
         }
     }
+}
+
+/// `input","stage":"before_dispatch","arg_index":` — the text from a
+/// record's role to its arg index, one per (role, stage) pair, built once
+/// from the format's names.
+fn role_stage(k: &Kept) -> &'static [u8] {
+    const STAGES: [Stage; 3] = [
+        Stage::BeforeDispatch,
+        Stage::AfterCompletion,
+        Stage::HangSnapshot,
+    ];
+    static TABLE: std::sync::OnceLock<Vec<Vec<u8>>> = std::sync::OnceLock::new();
+    let table = TABLE.get_or_init(|| {
+        let mut t = Vec::with_capacity(ROLES.len() * STAGES.len());
+        for role in ROLES {
+            for stage in STAGES {
+                let mut s = role_name(role).as_bytes().to_vec();
+                s.extend_from_slice(b"\",\"stage\":\"");
+                s.extend_from_slice(stage.name().as_bytes());
+                s.extend_from_slice(b"\",\"arg_index\":");
+                t.push(s);
+            }
+        }
+        t
+    });
+    let stage = STAGES.iter().position(|&s| s == k.stage()).unwrap_or(0);
+    let role = usize::from(k.flags >> Flags::ROLE_SHIFT).min(ROLES.len() - 1);
+    &table[role * STAGES.len() + stage]
 }
 
 fn layout_json(key: &LayoutKey) -> Layout {
@@ -321,8 +351,10 @@ fn layout_json(key: &LayoutKey) -> Layout {
 fn push_hex64(out: &mut Vec<u8>, v: u64) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut b = *b"0x0000000000000000";
-    for (i, d) in b[2..].iter_mut().enumerate() {
-        *d = DIGITS[((v >> (60 - 4 * i)) & 0xf) as usize];
+    for (i, pair) in b[2..].chunks_exact_mut(2).enumerate() {
+        let byte = (v >> (56 - 8 * i)) as u8;
+        pair[0] = DIGITS[usize::from(byte >> 4)];
+        pair[1] = DIGITS[usize::from(byte & 0xf)];
     }
     out.extend_from_slice(&b);
 }
