@@ -4,6 +4,15 @@
 //! of one live allocation (the 64-byte rounding is padding nobody may
 //! touch), and every byte moves through [`crate::shared_mem`], whose
 //! word-sized atomics make concurrent access by many cores data-race-free.
+//!
+//! The allocator is first fit over a coalescing free list, with a cache
+//! by size class in front of it: a freed block up to 64 KiB
+//! waits in the list of its length, and the next allocation of that
+//! length takes it back without searching or coalescing (a run allocates
+//! and frees the same few output sizes over and over). An allocation
+//! whose class is empty first returns every cached block to the free list
+//! (coalesced), then searches it, so it finds what it would without the
+//! cache, and running out of memory is never an artefact of it.
 
 use std::collections::BTreeMap;
 
@@ -58,7 +67,7 @@ struct Alloc {
 
 #[derive(Debug, Default)]
 struct Heap {
-    /// Free ranges: start → len.
+    /// Free ranges: start → len (blocks cached in `quick` aside).
     free: BTreeMap<u64, u64>,
     /// Live allocations by start address.
     live: BTreeMap<u64, Alloc>,
@@ -67,9 +76,80 @@ struct Heap {
     /// Bytes from here to the end were never allocated: still zero from
     /// the OS, so a fresh allocation there needs no zero-fill.
     clean_from: u64,
+    /// Freed blocks not in `free`, by length: `quick[len / GM_ALIGN]`
+    /// holds the starts of free blocks of `len` bytes (module doc).
+    quick: Vec<Vec<u64>>,
+    /// Classes of `quick` that may hold blocks.
+    quick_used: Vec<usize>,
 }
 
+/// Largest block kept by size class; larger ones coalesce at once.
+const QUICK_MAX: u64 = 64 << 10;
+
 impl Heap {
+    /// Take a cached block of exactly `len` bytes.
+    fn take_quick(&mut self, len: u64) -> Option<u64> {
+        self.quick.get_mut((len / GM_ALIGN) as usize)?.pop()
+    }
+
+    /// Keep a freed block by its length, or coalesce it when too large.
+    fn put_quick(&mut self, start: u64, len: u64) {
+        if len > QUICK_MAX {
+            return self.insert_free(start, len);
+        }
+        let class = (len / GM_ALIGN) as usize;
+        if self.quick.len() <= class {
+            self.quick.resize_with(class + 1, Vec::new);
+        }
+        if self.quick[class].is_empty() {
+            self.quick_used.push(class);
+        }
+        self.quick[class].push(start);
+    }
+
+    /// Every cached block back to the free list, coalesced.
+    fn flush_quick(&mut self) {
+        for class in std::mem::take(&mut self.quick_used) {
+            let len = class as u64 * GM_ALIGN;
+            for start in std::mem::take(&mut self.quick[class]) {
+                self.insert_free(start, len);
+            }
+        }
+    }
+
+    /// Add `[start, start+len)` to the free list, merged with free
+    /// neighbours.
+    fn insert_free(&mut self, mut start: u64, len: u64) {
+        let mut stop = start + len;
+        if let Some((&ps, &pl)) = self.free.range(..start).next_back() {
+            if ps + pl == start {
+                self.free.remove(&ps);
+                start = ps;
+            }
+        }
+        if let Some(nl) = self.free.remove(&stop) {
+            stop += nl;
+        }
+        self.free.insert(start, stop - start);
+    }
+
+    /// First fit of `len` bytes in the free list, cached blocks included.
+    fn take_first_fit(&mut self, len: u64) -> Option<u64> {
+        if !self.quick_used.is_empty() {
+            self.flush_quick();
+        }
+        let (start, flen) = self
+            .free
+            .iter()
+            .find(|(_, &l)| l >= len)
+            .map(|(&s, &l)| (s, l))?;
+        self.free.remove(&start);
+        if flen > len {
+            self.free.insert(start + len, flen - len);
+        }
+        Some(start)
+    }
+
     /// The live allocation whose requested bytes hold `[addr, addr+len)`,
     /// or the error naming the allocation the access missed.
     fn find(&self, addr: u64, len: u64) -> Result<(u64, Alloc), KernelError> {
@@ -285,12 +365,12 @@ impl Gm {
         let mut h = self.heap.write();
         let len = bytes.max(1).div_ceil(GM_ALIGN).checked_mul(GM_ALIGN);
         let found = len.and_then(|len| {
-            h.free
-                .iter()
-                .find(|(_, &l)| l >= len)
-                .map(|(&s, &l)| (s, l, len))
+            let start = h.take_quick(len).or_else(|| h.take_first_fit(len));
+            start.map(|s| (s, len))
         });
-        let Some((start, flen, len)) = found else {
+        let Some((start, len)) = found else {
+            // The figures count every free byte, cached ones included.
+            h.flush_quick();
             return Err(GmError::OutOfMemory {
                 requested: bytes,
                 free: h.free.values().sum(),
@@ -298,10 +378,6 @@ impl Gm {
                 capacity: self.size,
             });
         };
-        h.free.remove(&start);
-        if flen > len {
-            h.free.insert(start + len, flen - len);
-        }
         h.live.insert(
             start,
             Alloc {
@@ -341,24 +417,17 @@ impl Gm {
 
     fn give_back(&self, addr: u64, reserved: bool) -> Result<(), GmError> {
         let mut h = self.heap.write();
-        match h.live.get(&addr) {
-            Some(a) if a.reserved == reserved => {}
-            _ => return Err(GmError::BadFree(addr)),
-        }
-        let len = h.live.remove(&addr).map_or(0, |a| a.len);
-        h.used -= len;
-        let mut start = addr;
-        if let Some((&ps, &pl)) = h.free.range(..addr).next_back() {
-            if ps + pl == addr {
-                h.free.remove(&ps);
-                start = ps;
+        // One search of the live map in the usual case (a valid free).
+        let len = match h.live.remove(&addr) {
+            Some(a) if a.reserved == reserved => a.len,
+            Some(a) => {
+                h.live.insert(addr, a);
+                return Err(GmError::BadFree(addr));
             }
-        }
-        let mut stop = addr + len;
-        if let Some(nl) = h.free.remove(&stop) {
-            stop += nl;
-        }
-        h.free.insert(start, stop - start);
+            None => return Err(GmError::BadFree(addr)),
+        };
+        h.used -= len;
+        h.put_quick(addr, len);
         Ok(())
     }
 
@@ -733,6 +802,54 @@ mod tests {
             "{e}"
         );
         assert_eq!(gm.alloc(0).map(|z| gm.check(z, 1).is_err()), Ok(true));
+    }
+
+    #[test]
+    fn a_freed_block_goes_to_the_next_allocation_of_its_size_class() {
+        let gm = Gm::new(1 << 16).unwrap();
+        let low = gm.alloc(4096).unwrap();
+        let a = gm.alloc(100).unwrap();
+        let _b = gm.alloc(64).unwrap();
+        gm.free(low).unwrap();
+        gm.write(a, &[0xAB; 100]).unwrap();
+        gm.free(a).unwrap();
+        // 70 and 100 bytes both take 128: the cached block comes back,
+        // not the first fit at `low`, and it reads zero.
+        let c = gm.alloc(70).unwrap();
+        assert_eq!(c, a);
+        let mut got = [1u8; 70];
+        gm.read(c, &mut got).unwrap();
+        assert_eq!(got, [0u8; 70]);
+        // Only the 70 requested bytes are accessible, as for any block.
+        assert!(gm.check(c + 64, 6).is_ok());
+        assert!(matches!(
+            gm.check(c + 64, 7),
+            Err(KernelError::GmOutOfBounds { .. })
+        ));
+        assert!(gm.write(c + 70, &[1]).is_err(), "the old size is gone");
+        assert!(gm.free(a + 64).is_err());
+    }
+
+    #[test]
+    fn cached_blocks_are_never_lost_to_a_larger_allocation() {
+        let gm = Gm::new(1 << 16).unwrap();
+        let blocks: Vec<u64> = (0..(1 << 16) / 256).map(|_| gm.alloc(256).unwrap()).collect();
+        assert!(gm.alloc(1).is_err(), "full");
+        for b in blocks.iter().step_by(2) {
+            gm.free(*b).unwrap();
+        }
+        // Half the memory is free in 256-byte holes: the error says so.
+        match gm.alloc(512) {
+            Err(GmError::OutOfMemory { free, largest, .. }) => {
+                assert_eq!((free, largest), (1 << 15, 256));
+            }
+            other => panic!("expected out of memory, got {other:?}"),
+        }
+        for b in blocks.iter().skip(1).step_by(2) {
+            gm.free(*b).unwrap();
+        }
+        assert_eq!(gm.used(), 0);
+        assert_eq!(gm.alloc(1 << 16).unwrap(), gm.base(), "all coalesced");
     }
 
     #[test]
