@@ -833,7 +833,9 @@ mod tests {
     #[test]
     fn cached_blocks_are_never_lost_to_a_larger_allocation() {
         let gm = Gm::new(1 << 16).unwrap();
-        let blocks: Vec<u64> = (0..(1 << 16) / 256).map(|_| gm.alloc(256).unwrap()).collect();
+        let blocks: Vec<u64> = (0..(1 << 16) / 256)
+            .map(|_| gm.alloc(256).unwrap())
+            .collect();
         assert!(gm.alloc(1).is_err(), "full");
         for b in blocks.iter().step_by(2) {
             gm.free(*b).unwrap();

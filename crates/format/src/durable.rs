@@ -172,9 +172,8 @@ pub fn start_writeback(file: &File, offset: u64, len: u64) {
         };
         // SAFETY: the descriptor is open for the borrow of `file`, and
         // sync_file_range reads and writes no memory of this process.
-        let _ = unsafe {
-            libc::sync_file_range(file.as_raw_fd(), off, n, libc::SYNC_FILE_RANGE_WRITE)
-        };
+        let _ =
+            unsafe { libc::sync_file_range(file.as_raw_fd(), off, n, libc::SYNC_FILE_RANGE_WRITE) };
     }
     #[cfg(not(target_os = "linux"))]
     let _ = (file, offset, len);
