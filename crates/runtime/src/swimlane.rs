@@ -32,7 +32,7 @@
 
 use std::sync::Arc;
 
-use simpler_core::{topology::Subtask, ArgRole, ChipTensor, TaskId};
+use simpler_core::{topology::Subtask, ArgRole, ChipTensor, TaskId, TaskTensor};
 use simpler_isa::InstrRecord;
 
 use crate::{
@@ -314,8 +314,9 @@ pub(crate) struct OrchRecorder {
     level: u8,
     clock: Clock,
     events: Vec<OrchEvent>,
-    /// Every task's tensor arguments, in submission then slot order.
-    args: Vec<(ArgRole, ChipTensor)>,
+    /// Every task's tensor arguments, in submission then slot order (as
+    /// the task holds them: one copy of a slice per submit).
+    args: Vec<TaskTensor>,
     /// Every task's explicit `after`s.
     after: Vec<TaskId>,
     submits: Vec<SubmitRecord>,
@@ -385,8 +386,7 @@ impl OrchRecorder {
             kernel_ids[m.subtask.id() as usize] = Some(m.func_id);
         }
         let (a, b) = (self.args.len(), self.after.len());
-        self.args
-            .extend(task.tensors.iter().map(|x| (x.role, x.desc)));
+        self.args.extend_from_slice(&task.tensors);
         self.after.extend_from_slice(after);
         self.events.push(OrchEvent::Task(TaskHead {
             id: task.id,
@@ -416,15 +416,15 @@ impl OrchRecorder {
             match e {
                 OrchEvent::Forget(addr) => f.map.forget(addr),
                 OrchEvent::Task(t) => {
-                    let args = &self.args[t.args];
-                    f.find_edges(t.id, args, &self.after[t.after]);
+                    let args: Vec<_> = self.args[t.args].iter().map(|x| (x.role, x.desc)).collect();
+                    f.find_edges(t.id, &args, &self.after[t.after]);
                     f.seen.insert(t.id);
                     tasks.push(TaskRecord {
                         task_id: t.id,
                         scope: t.scope,
                         kernel_ids: t.kernel_ids,
                         block_num: t.block_num,
-                        args: args.to_vec(),
+                        args,
                     });
                 }
             }
