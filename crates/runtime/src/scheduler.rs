@@ -135,12 +135,14 @@ pub(crate) struct Shared {
     deadline: Option<Instant>,
     /// Logical schedulers (cluster `c` belongs to `c % scheds`).
     pub scheds: u32,
-    /// Per worker: its dump producer (`None` when dumping is off).
-    pub producers: Box<[Mutex<Option<simpler_dump::Producer>>]>,
+    /// Per worker: its dump producer (`None` when dumping is off); a
+    /// cache line of its own, locked around every dispatch.
+    pub producers: Box<[CachePadded<Mutex<Option<simpler_dump::Producer>>>]>,
     /// Timeline level (0: off).
     pub swim_level: u8,
-    /// Per worker: its timeline recording (see `crate::swimlane`).
-    pub logs: Box<[Mutex<WorkerLog>]>,
+    /// Per worker: its timeline recording (see `crate::swimlane`); a
+    /// cache line of its own, or two workers' pushes would fight over it.
+    pub logs: Box<[CachePadded<Mutex<WorkerLog>>]>,
     /// Per logical scheduler: its loop iterations so far (level ≥ 3).
     pub sched_iters: Box<[AtomicU64]>,
     /// Times each kernel's instructions (`--predict`).
@@ -191,10 +193,10 @@ impl Shared {
             deadline: spec.deadline,
             scheds,
             producers: (0..n_workers)
-                .map(|_| Mutex::new(spec.dump.map(|d| d.producer())))
+                .map(|_| CachePadded::new(Mutex::new(spec.dump.map(|d| d.producer()))))
                 .collect(),
             swim_level: spec.swimlane.map_or(0, |c| c.level),
-            logs: (0..n_workers).map(|_| Mutex::default()).collect(),
+            logs: (0..n_workers).map(|_| CachePadded::default()).collect(),
             sched_iters: (0..scheds).map(|_| AtomicU64::new(0)).collect(),
             cost: spec.swimlane.and_then(|c| c.cost.clone()),
             workers: (0..n_workers)
