@@ -1,6 +1,7 @@
 //! Integration tests of this crate, in one test binary.
 
 mod gm_safety;
+mod idle_cpu;
 mod pool;
 mod racecheck;
 mod runtime;
