@@ -14,82 +14,108 @@
 //! of the complete elements it holds; a metadata-only record (no payload) is
 //! skipped.
 
+use std::io::Write;
 use std::path::Path;
 
-use half::{bf16, f16};
-use npyz::WriterBuilder;
+use half::bf16;
 use simpler_core::DType;
 
 use super::{npy_dtype_note, ExportOutcome};
 use crate::record::Record;
 
-fn write_npy<T: npyz::AutoSerialize>(
+/// `.npy` magic and format version 1.0 (a `u16` header length follows).
+const MAGIC_V1: &[u8; 8] = b"\x93NUMPY\x01\x00";
+
+/// The header's dictionary, padded with spaces and ended by a newline so
+/// that the data starts 64-byte aligned (the format's rule), as numpy
+/// writes it.
+fn header(descr: &str, shape: &[u64]) -> Vec<u8> {
+    let dims: String = shape.iter().map(|d| format!("{d}, ")).collect();
+    let mut h = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': ({dims}), }}");
+    let before = MAGIC_V1.len() + 2;
+    let pad = 63 - (h.len() + before) % 64;
+    h.extend(std::iter::repeat_n(' ', pad));
+    h.push('\n');
+    h.into_bytes()
+}
+
+/// Write `data` (the little-endian elements, `count` of them) as an `.npy`
+/// array of `shape` and numpy type `descr`.
+fn write_npy(
     path: &Path,
+    descr: &str,
     shape: &[u64],
-    items: impl Iterator<Item = T>,
+    count: usize,
+    data: &[u8],
 ) -> std::io::Result<()> {
+    let want: u64 = shape.iter().product();
+    if want != count as u64 {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("shape has {want} item(s), but the payload holds {count}"),
+        ));
+    }
+    let head = header(descr, shape);
+    let len = u16::try_from(head.len()).map_err(|_| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, "npy header over 64 KiB")
+    })?;
     // Atomic and durable: a full disk or a signal leaves no partial file
     // (the caller names the file in the error).
-    simpler_format::durable::write_atomic(path, |file| {
-        let mut w = npyz::WriteOptions::<T>::new()
-            .default_dtype()
-            .shape(shape)
-            .writer(file)
-            .begin_nd()?;
-        for x in items {
-            w.push(&x)?;
-        }
-        w.finish()
+    simpler_format::durable::write_atomic(path, |w| {
+        w.write_all(MAGIC_V1)?;
+        w.write_all(&len.to_le_bytes())?;
+        w.write_all(&head)?;
+        w.write_all(data)
     })
     .map_err(super::os_error)
 }
 
-fn chunks<const N: usize>(bytes: &[u8]) -> impl Iterator<Item = [u8; N]> + '_ {
-    bytes.chunks_exact(N).map(|c| {
-        let mut a = [0u8; N];
-        a.copy_from_slice(c);
-        a
-    })
+/// The numpy type of a dump dtype's elements as written, and the bytes one
+/// element takes in the dump.
+fn npy_type(dtype: DType) -> (&'static str, usize) {
+    match dtype {
+        DType::Float32 => ("<f4", 4),
+        DType::Float16 => ("<f2", 2),
+        // Widened to f32 (exact): numpy has no bfloat16.
+        DType::Bfloat16 => ("<f4", 2),
+        DType::Int32 => ("<i4", 4),
+        DType::Uint32 => ("<u4", 4),
+        DType::Int16 => ("<i2", 2),
+        DType::Uint16 => ("<u2", 2),
+        DType::Int64 => ("<i8", 8),
+        DType::Uint64 => ("<u8", 8),
+        DType::Int8 => ("|i1", 1),
+        DType::Bool => ("|b1", 1),
+        DType::Uint8 | DType::Fp8E4M3Fn | DType::Fp8E8M0 | DType::Fp4E2M1 => ("|u1", 1),
+    }
 }
 
 /// Write the values `bytes` (little-endian `dtype` elements) as an `.npy`
 /// array of `shape`. Returns a note when the numpy dtype differs from the
-/// dump's. `bytes` must hold exactly the elements of `shape`.
+/// dump's. `bytes` must hold exactly the elements of `shape` (a partial
+/// last element is ignored).
 pub fn write_values(
     path: &Path,
     dtype: DType,
     shape: &[u64],
     bytes: &[u8],
 ) -> std::io::Result<Option<String>> {
-    let note = npy_dtype_note(dtype).map(str::to_string);
-    match dtype {
-        DType::Float32 => write_npy(path, shape, chunks(bytes).map(f32::from_le_bytes))?,
-        DType::Float16 => write_npy(path, shape, chunks(bytes).map(f16::from_le_bytes))?,
-        DType::Bfloat16 => write_npy(
-            path,
-            shape,
-            chunks(bytes).map(|b| bf16::from_le_bytes(b).to_f32()),
-        )?,
-        DType::Int32 => write_npy(path, shape, chunks(bytes).map(i32::from_le_bytes))?,
-        DType::Uint32 => write_npy(path, shape, chunks(bytes).map(u32::from_le_bytes))?,
-        DType::Int16 => write_npy(path, shape, chunks(bytes).map(i16::from_le_bytes))?,
-        DType::Uint16 => write_npy(path, shape, chunks(bytes).map(u16::from_le_bytes))?,
-        DType::Int64 => write_npy(path, shape, chunks(bytes).map(i64::from_le_bytes))?,
-        DType::Uint64 => write_npy(path, shape, chunks(bytes).map(u64::from_le_bytes))?,
-        DType::Int8 => write_npy(path, shape, bytes.iter().map(|&b| b as i8))?,
-        DType::Uint8 | DType::Fp8E4M3Fn | DType::Fp8E8M0 | DType::Fp4E2M1 => {
-            write_npy(path, shape, bytes.iter().copied())?
-        }
-        DType::Bool => {
-            if bytes.iter().all(|&b| b <= 1) {
-                write_npy(path, shape, bytes.iter().map(|&b| b == 1))?
-            } else {
-                write_npy(path, shape, bytes.iter().copied())?;
-                return Ok(Some(
-                    "BOOL payload has bytes other than 0 and 1: exported as raw uint8 (u1)".into(),
-                ));
-            }
-        }
+    let (mut descr, size) = npy_type(dtype);
+    let count = bytes.len() / size;
+    let raw = &bytes[..count * size];
+    let mut note = npy_dtype_note(dtype).map(str::to_string);
+    if dtype == DType::Bool && raw.iter().any(|&b| b > 1) {
+        descr = "|u1";
+        note = Some("BOOL payload has bytes other than 0 and 1: exported as raw uint8 (u1)".into());
+    }
+    if dtype == DType::Bfloat16 {
+        let wide: Vec<u8> = raw
+            .chunks_exact(2)
+            .flat_map(|c| bf16::from_le_bytes([c[0], c[1]]).to_f32().to_le_bytes())
+            .collect();
+        write_npy(path, descr, shape, count, &wide)?;
+    } else {
+        write_npy(path, descr, shape, count, raw)?;
     }
     Ok(note)
 }

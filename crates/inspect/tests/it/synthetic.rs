@@ -13,12 +13,21 @@ use simpler_inspect::export::{export_records, ExportFormat, ExportOutcome, TxtOp
 use simpler_inspect::view::{summary, table, Filter};
 use simpler_inspect::{Dump, RecordKind, Stage};
 
-fn npy(path: &Path) -> npyz::NpyFile<std::io::BufReader<std::fs::File>> {
-    npyz::NpyFile::new(std::io::BufReader::new(std::fs::File::open(path).unwrap())).unwrap()
+fn npy(path: &Path) -> common::Npy {
+    common::Npy::read(path)
 }
 
-fn descr(f: &npyz::NpyFile<impl std::io::Read>) -> String {
-    f.dtype().descr()
+fn descr(f: &common::Npy) -> String {
+    f.descr.clone()
+}
+
+/// A `b1` element: 0 or 1, nothing else.
+fn bool_of([b]: [u8; 1]) -> bool {
+    match b {
+        0 => false,
+        1 => true,
+        _ => panic!("b1 byte {b}"),
+    }
 }
 
 #[test]
@@ -91,11 +100,11 @@ fn npy_export_round_trips_value_by_value() {
 
     let f = npy(&file(t0, "before_dispatch", 0, "input"));
     assert_eq!(
-        (f.shape().to_vec(), descr(&f)),
+        (f.shape.clone(), descr(&f)),
         (vec![2, 3], "'<f4'".to_string())
     );
     assert_eq!(
-        f.into_vec::<f32>().unwrap(),
+        f.values(f32::from_le_bytes),
         vec![1.0, 2.0, 3.0, 4.0, 5.5, -6.25]
     );
 
@@ -110,10 +119,10 @@ fn npy_export_round_trips_value_by_value() {
     }
     let f = npy(&file(t0, "after_completion", 1, "output"));
     assert_eq!(
-        (f.shape().to_vec(), descr(&f)),
+        (f.shape.clone(), descr(&f)),
         (vec![2, 4], "'<f4'".to_string())
     );
-    let got = f.into_vec::<f32>().unwrap();
+    let got = f.values(f32::from_le_bytes);
     let want: Vec<f32> = d
         .elements_f64(&d.records()[3])
         .unwrap()
@@ -130,47 +139,41 @@ fn npy_export_round_trips_value_by_value() {
     let f = npy(&file(t1, "before_dispatch", 0, "input"));
     assert_eq!(descr(&f), "'<i4'");
     assert_eq!(
-        f.into_vec::<i32>().unwrap(),
+        f.values(i32::from_le_bytes),
         vec![1, -2, 3, i32::MAX, i32::MIN]
     );
     let f = npy(&file(t1, "before_dispatch", 1, "input"));
     assert_eq!(descr(&f), "'|u1'");
-    assert_eq!(f.into_vec::<u8>().unwrap(), vec![0, 7, 255]);
+    assert_eq!(f.values(u8::from_le_bytes), vec![0, 7, 255]);
     let f = npy(&file(t1, "before_dispatch", 2, "input"));
     assert_eq!(descr(&f), "'|b1'");
-    assert_eq!(
-        f.into_vec::<bool>().unwrap(),
-        vec![true, false, false, true]
-    );
+    assert_eq!(f.values(bool_of), vec![true, false, false, true]);
     let f = npy(&file(t1, "before_dispatch", 3, "input"));
     assert_eq!(descr(&f), "'<f2'");
     assert_eq!(
-        f.into_vec::<half::f16>().unwrap(),
+        f.values(half::f16::from_le_bytes),
         vec![half::f16::from_f32(1.5), half::f16::from_f32(-0.5)]
     );
     let f = npy(&file(t1, "before_dispatch", 4, "input"));
     assert_eq!(descr(&f), "'<i8'");
-    assert_eq!(f.into_vec::<i64>().unwrap(), vec![-1, 1 << 40]);
+    assert_eq!(f.values(i64::from_le_bytes), vec![-1, 1 << 40]);
     // FP8: raw bytes as u1, with a note.
     let f = npy(&file(t1, "before_dispatch", 5, "input"));
     assert_eq!(descr(&f), "'|u1'");
-    assert_eq!(f.into_vec::<u8>().unwrap(), vec![0x38, 0xb8]);
+    assert_eq!(f.values(u8::from_le_bytes), vec![0x38, 0xb8]);
     assert!(
         matches!(&res[9].1, ExportOutcome::Written { note: Some(n), .. } if n.contains("ml_dtypes.float8_e4m3fn"))
     );
     // Scalars: 0-d arrays of their dtype.
     let f = npy(&file(t0, "before_dispatch", 2, "input"));
-    assert_eq!(
-        (f.shape().to_vec(), descr(&f)),
-        (vec![], "'<f4'".to_string())
-    );
-    assert_eq!(f.into_vec::<f32>().unwrap(), vec![0.25]);
+    assert_eq!((f.shape.clone(), descr(&f)), (vec![], "'<f4'".to_string()));
+    assert_eq!(f.values(f32::from_le_bytes), vec![0.25]);
     let f = npy(&file(t0, "before_dispatch", 3, "input"));
     assert_eq!(descr(&f), "'<i4'");
-    assert_eq!(f.into_vec::<i32>().unwrap(), vec![-3]);
+    assert_eq!(f.values(i32::from_le_bytes), vec![-3]);
     // inout: one file per stage.
     let f = npy(&file(t1, "after_completion", 6, "inout"));
-    assert_eq!(f.into_vec::<f32>().unwrap(), vec![9.0, -9.0]);
+    assert_eq!(f.values(f32::from_le_bytes), vec![9.0, -9.0]);
 }
 
 #[test]
@@ -194,19 +197,15 @@ fn reference_scalars_export_as_raw_u64() {
     let f = npy(&tmp
         .path()
         .join("task0x0000000200000001_before_dispatch_arg4_input.npy"));
-    assert_eq!(
-        (f.shape().to_vec(), descr(&f)),
-        (vec![], "'<u8'".to_string())
-    );
-    assert_eq!(f.into_vec::<u64>().unwrap(), vec![1_065_353_216]);
+    assert_eq!((f.shape.clone(), descr(&f)), (vec![], "'<u8'".to_string()));
+    assert_eq!(f.values(u64::from_le_bytes), vec![1_065_353_216]);
     // pij, bf16 → f32, equal to the reader's decoding.
     let f = npy(&tmp
         .path()
         .join("task0x0000000200000001_after_completion_arg1_output.npy"));
-    assert_eq!(f.shape(), &[16, 16]);
+    assert_eq!(f.shape, [16, 16]);
     let got: Vec<f64> = f
-        .into_vec::<f32>()
-        .unwrap()
+        .values(f32::from_le_bytes)
         .into_iter()
         .map(f64::from)
         .collect();
@@ -418,8 +417,8 @@ fn damaged_records_are_flagged_and_exported_partially() {
         matches!(&res[2].1, ExportOutcome::Skipped { reason } if reason.contains("metadata-only"))
     );
     let f = npy(&out.join("task0x0000000000000001_after_completion_arg0_output.npy"));
-    assert_eq!(f.shape(), &[3]);
-    assert_eq!(f.into_vec::<f32>().unwrap(), vec![1.0, 2.0, 3.0]);
+    assert_eq!(f.shape, [3]);
+    assert_eq!(f.values(f32::from_le_bytes), vec![1.0, 2.0, 3.0]);
     let t = render_txt_of(&d, &d.records()[0], TxtOptions::default());
     assert!(
         t.contains("note: TRUNCATED: the payload holds 12 of 64 bytes (3 of 16 elements)"),
