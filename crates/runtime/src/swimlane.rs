@@ -30,10 +30,14 @@
 //! no wait for those, but the graph — and a prediction of another
 //! machine — does). So the edges do not depend on timing.
 
+mod worker_log;
+
 use std::sync::Arc;
 
 use simpler_core::{topology::Subtask, ArgRole, ChipTensor, TaskId, TaskTensor};
 use simpler_isa::InstrRecord;
+
+pub(crate) use worker_log::WorkerLog;
 
 use crate::{
     clock::{Clock, Scale},
@@ -234,11 +238,10 @@ pub(crate) struct Recorded {
 impl Recorded {
     /// Merge the threads' buffers and rebuild the graph.
     pub fn into_log(self) -> SwimlaneLog {
-        let ns = |t: &mut u64| *t = self.scale.ns(*t);
         let (tasks, edges, mut submits) = self.orch.finish();
         for s in &mut submits {
-            ns(&mut s.start);
-            ns(&mut s.end);
+            s.start = self.scale.ns(s.start);
+            s.end = self.scale.ns(s.end);
         }
         let mut log = SwimlaneLog {
             level: self.level,
@@ -252,16 +255,9 @@ impl Recorded {
         };
         log.sched_phases = vec![Vec::new(); self.sched_threads as usize];
         for w in self.workers {
-            for mut d in w.dispatches {
-                let times = [&mut d.dispatch, &mut d.receive, &mut d.start];
-                for t in times.into_iter().chain([&mut d.end, &mut d.finish]) {
-                    ns(t);
-                }
-                log.dispatches.push(d);
-            }
-            for (s, mut p) in w.phases {
-                ns(&mut p.start);
-                ns(&mut p.end);
+            let (dispatches, phases) = w.into_records(|t| self.scale.ns(t));
+            log.dispatches.extend(dispatches);
+            for (s, p) in phases {
                 log.sched_phases[s as usize].push(p);
             }
         }
@@ -272,17 +268,6 @@ impl Recorded {
         log.func_names.sort_unstable();
         log
     }
-}
-
-/// One worker's recording. Only that worker appends to it, behind a lock
-/// nobody else takes before the stop (so what a worker abandoned inside a
-/// kernel recorded is still read after it): recording waits for no other
-/// thread and never serialises the work it times.
-#[derive(Default)]
-pub(crate) struct WorkerLog {
-    pub dispatches: Vec<DispatchRecord>,
-    /// `(logical scheduler, phase)`, level ≥ 3.
-    pub phases: Vec<(u32, SchedPhaseRecord)>,
 }
 
 /// What the orchestrator did, in order: the graph is rebuilt from it after

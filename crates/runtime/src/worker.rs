@@ -301,7 +301,7 @@ impl Worker {
             for slot in ran.iter_mut() {
                 if let Some((_, Some(mut r))) = slot.take() {
                     r.finish = finish;
-                    log.dispatches.push(r);
+                    log.dispatch(r);
                 }
             }
         }
@@ -369,7 +369,7 @@ impl Worker {
         p.queues_end = queues.unwrap_or_else(|| self.shared.queue_lengths());
         p.end = end.max(p.start);
         // This worker's log: only it locks it until the stop.
-        self.shared.logs[self.me].lock().phases.push((sched, p));
+        self.shared.logs[self.me].lock().phase(sched, p);
     }
 
     /// This worker's dump producer, locked (`None` when dumping is off).

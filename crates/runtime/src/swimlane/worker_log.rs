@@ -1,0 +1,154 @@
+//! One worker's timeline log, kept compact during the run.
+//!
+//! A recorded run writes a dispatch record and, at level ≥ 3, two phase
+//! records per dispatch into memory nothing had touched before, and on
+//! this machine type (a VM) each new page costs a fault: `perf stat` on
+//! `simpler bench swimlane` counted about 30 000 more faults per flood
+//! run at level 4 than at level 1, a cost of the order of the recording
+//! itself. So the log keeps 72-byte dispatches (the public record is 160,
+//! most of it the `--predict` cost, kept aside only when there is one)
+//! and 56-byte phases (112 with the scheduler's id), and builds the
+//! public records when the run's recording is taken.
+
+use simpler_core::{topology::Subtask, TaskId};
+
+use super::{DispatchCost, DispatchRecord, PhaseKind, SchedPhaseRecord};
+
+/// A [`DispatchRecord`] as logged (`receive` is `start`: cores queue
+/// nothing).
+struct Dispatched {
+    task_id: TaskId,
+    reg: u64,
+    dispatch: u64,
+    start: u64,
+    end: u64,
+    finish: u64,
+    core_id: u32,
+    func_id: u32,
+    block: u32,
+    sched: u32,
+    subtask: Subtask,
+}
+
+/// A [`SchedPhaseRecord`] as logged: one per dispatch or completion, so
+/// `processed` is 1, `pop_hit` is whether it began a block, `pop_miss` 0.
+struct Phase {
+    start: u64,
+    end: u64,
+    loop_iter: u64,
+    /// Ready queue lengths at start, then at end.
+    queues: [u32; 6],
+    sched: u32,
+    kind: PhaseKind,
+    first: bool,
+}
+
+/// One worker's recording. Only that worker appends to it, behind a lock
+/// nobody else takes before the stop (so what a worker abandoned inside a
+/// kernel recorded is still read after it): recording waits for no other
+/// thread and never serialises the work it times.
+#[derive(Default)]
+pub(crate) struct WorkerLog {
+    dispatches: Vec<Dispatched>,
+    /// `(index in dispatches, cost)`, with `--predict` only.
+    costs: Vec<(usize, DispatchCost)>,
+    phases: Vec<Phase>,
+}
+
+/// A queue length as logged (a queue of more than 4 G items cannot exist:
+/// each is a pointer).
+fn len32(n: u64) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+impl WorkerLog {
+    /// Log a dispatch.
+    pub fn dispatch(&mut self, d: DispatchRecord) {
+        debug_assert_eq!(d.receive, d.start);
+        if let Some(c) = d.cost {
+            self.costs.push((self.dispatches.len(), c));
+        }
+        self.dispatches.push(Dispatched {
+            task_id: d.task_id,
+            reg: d.reg,
+            dispatch: d.dispatch,
+            start: d.start,
+            end: d.end,
+            finish: d.finish,
+            core_id: d.core_id,
+            func_id: d.func_id,
+            block: d.block,
+            sched: d.sched,
+            subtask: d.subtask,
+        });
+    }
+
+    /// Log a phase of scheduler `sched`.
+    pub fn phase(&mut self, sched: u32, p: SchedPhaseRecord) {
+        debug_assert!(p.processed == 1 && p.pop_miss == 0 && p.pop_hit <= 1);
+        let (a, b) = (p.queues_start, p.queues_end);
+        self.phases.push(Phase {
+            start: p.start,
+            end: p.end,
+            loop_iter: p.loop_iter,
+            queues: [a[0], a[1], a[2], b[0], b[1], b[2]].map(len32),
+            sched,
+            kind: p.kind,
+            first: p.pop_hit == 1,
+        });
+    }
+
+    /// The public records, each time through `ns` (stamps → nanoseconds):
+    /// dispatches, and phases with their scheduler.
+    pub fn into_records(
+        self,
+        ns: impl Fn(u64) -> u64,
+    ) -> (Vec<DispatchRecord>, Vec<(u32, SchedPhaseRecord)>) {
+        let mut costs = self.costs.into_iter().peekable();
+        let dispatches = (self.dispatches.into_iter().enumerate())
+            .map(|(i, d)| DispatchRecord {
+                core_id: d.core_id,
+                reg: d.reg,
+                task_id: d.task_id,
+                func_id: d.func_id,
+                subtask: d.subtask,
+                block: d.block,
+                sched: d.sched,
+                dispatch: ns(d.dispatch),
+                receive: ns(d.start),
+                start: ns(d.start),
+                end: ns(d.end),
+                finish: ns(d.finish),
+                cost: costs.next_if(|c| c.0 == i).map(|c| c.1),
+            })
+            .collect();
+        let phases = self.phases.into_iter().map(|p| {
+            let q = p.queues.map(u64::from);
+            let rec = SchedPhaseRecord {
+                kind: p.kind,
+                start: ns(p.start),
+                end: ns(p.end),
+                loop_iter: p.loop_iter,
+                processed: 1,
+                queues_start: [q[0], q[1], q[2]],
+                queues_end: [q[3], q[4], q[5]],
+                pop_hit: u64::from(p.first),
+                pop_miss: 0,
+            };
+            (p.sched, rec)
+        });
+        (dispatches, phases.collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_log_keeps_less_than_half_the_public_records_bytes() {
+        use std::mem::size_of;
+        assert!(2 * size_of::<Dispatched>() <= size_of::<DispatchRecord>());
+        assert!(2 * size_of::<Phase>() <= size_of::<(u32, SchedPhaseRecord)>());
+    }
+}
