@@ -12,6 +12,11 @@ use simpler_workloads::flood;
 use super::{chip_config, median, Outcome};
 use crate::cli::BenchArgs;
 
+/// The smallest of `v`.
+fn best(v: impl Iterator<Item = f64>) -> f64 {
+    v.fold(f64::MAX, f64::min)
+}
+
 /// What [`pairs`] measured.
 struct Pairs {
     /// Median over reps of recorded / plain.
@@ -46,13 +51,11 @@ fn pairs(
         let p2 = run(plain)?;
         v.push(([p1, p2], r));
     }
-    let best =
-        |f: fn(&([f64; 2], [f64; 2])) -> [f64; 2]| v.iter().flat_map(f).fold(f64::MAX, f64::min);
     Ok(Pairs {
         ratio: median(v.iter().map(|(p, r)| (r[0] + r[1]) / (p[0] + p[1]))),
         null: median(v.iter().map(|(p, _)| p[1] / p[0])),
-        best_plain: best(|x| x.0),
-        best_recorded: best(|x| x.1),
+        best_plain: best(v.iter().flat_map(|x| x.0)),
+        best_recorded: best(v.iter().flat_map(|x| x.1)),
     })
 }
 
