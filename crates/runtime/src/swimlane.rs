@@ -30,20 +30,21 @@
 //! no wait for those, but the graph — and a prediction of another
 //! machine — does). So the edges do not depend on timing.
 
+mod arg_log;
+mod chunks;
+mod edges;
+mod orch_log;
 mod worker_log;
 
 use std::sync::Arc;
 
-use simpler_core::{topology::Subtask, ArgRole, ChipTensor, TaskId, TaskTensor};
+use simpler_core::{topology::Subtask, ArgRole, ChipTensor, TaskId};
 use simpler_isa::InstrRecord;
 
+pub(crate) use orch_log::OrchRecorder;
 pub(crate) use worker_log::WorkerLog;
 
-use crate::{
-    clock::{Clock, Scale},
-    task::Task,
-    tensormap::{Access, Region, TensorMap},
-};
+use crate::clock::Scale;
 
 /// Times one dispatch's recorded instructions (the pipe timing model,
 /// supplied by the caller: the runtime does not link the model).
@@ -267,245 +268,5 @@ impl Recorded {
         log.dispatches.sort_by_key(|d| (d.core_id, d.reg));
         log.func_names.sort_unstable();
         log
-    }
-}
-
-/// What the orchestrator did, in order: the graph is rebuilt from it after
-/// the run, off the submit path.
-enum OrchEvent {
-    /// A task was submitted.
-    Task(TaskHead),
-    /// A runtime buffer was freed: its address may be reused.
-    Forget(u64),
-}
-
-/// A submitted task as recorded: what `deps.json` and the graph need of
-/// it, its arguments and `after`s kept in the recorder's flat lists (no
-/// allocation per task, and the task itself is not kept alive).
-struct TaskHead {
-    id: TaskId,
-    scope: u32,
-    kernel_ids: [Option<u32>; 3],
-    block_num: u32,
-    /// Its range of [`OrchRecorder::args`].
-    args: std::ops::Range<usize>,
-    /// Its range of [`OrchRecorder::after`].
-    after: std::ops::Range<usize>,
-}
-
-/// The orchestrator's recording: the submit sequence and, at level 4, the
-/// submits' spans.
-pub(crate) struct OrchRecorder {
-    level: u8,
-    clock: Clock,
-    events: Vec<OrchEvent>,
-    /// Every task's tensor arguments, in submission then slot order (as
-    /// the task holds them: one copy of a slice per submit).
-    args: Vec<TaskTensor>,
-    /// Every task's explicit `after`s.
-    after: Vec<TaskId>,
-    submits: Vec<SubmitRecord>,
-}
-
-/// Rebuilds the graph's edges from the submit sequence.
-struct EdgeFinder {
-    edges: Vec<EdgeRecord>,
-    /// The graph's map: like the scheduling one, but entries of finished
-    /// tasks stay (an entry is `(task, its tensor slot)`).
-    map: TensorMap<(TaskId, u32)>,
-    /// This submit's edges, merged by producer.
-    scratch: Vec<EdgeRecord>,
-    /// Tasks submitted so far: a producer must be one of them (a tensor
-    /// made by an earlier run names a task of that run).
-    seen: rustc_hash::FxHashSet<TaskId>,
-}
-
-fn raw_waw(role: ArgRole) -> u32 {
-    let mut f = 0;
-    if role.reads() {
-        f |= 1;
-    }
-    if role.writes_existing() {
-        f |= 2;
-    }
-    f
-}
-
-impl OrchRecorder {
-    pub fn new(level: u8, clock: Clock) -> OrchRecorder {
-        OrchRecorder {
-            level,
-            clock,
-            events: Vec::new(),
-            args: Vec::new(),
-            after: Vec::new(),
-            submits: Vec::new(),
-        }
-    }
-
-    /// When a submit starts: stamped only at level 4, the only level that
-    /// records submits (0 otherwise, saving a clock read per task).
-    pub fn submit_start(&self) -> u64 {
-        match self.level >= 4 {
-            true => self.clock.stamp(),
-            false => 0,
-        }
-    }
-
-    /// `task` was submitted (wired and queued) at scope depth `scope`; the
-    /// submit began at `start`.
-    pub fn submitted(&mut self, task: &Task, after: &[TaskId], scope: u32, start: u64) {
-        if self.level >= 4 {
-            // Before the graph bookkeeping below, which is the recorder's
-            // cost, not the submit's.
-            let end = self.clock.stamp();
-            self.submits.push(SubmitRecord {
-                submit_idx: self.submits.len() as u64,
-                task_id: task.id,
-                start,
-                end,
-            });
-        }
-        let mut kernel_ids = [None; 3];
-        for m in task.members.as_slice() {
-            kernel_ids[m.subtask.id() as usize] = Some(m.func_id);
-        }
-        let (a, b) = (self.args.len(), self.after.len());
-        self.args.extend_from_slice(&task.tensors);
-        self.after.extend_from_slice(after);
-        self.events.push(OrchEvent::Task(TaskHead {
-            id: task.id,
-            scope,
-            kernel_ids,
-            block_num: task.block_num,
-            args: a..self.args.len(),
-            after: b..self.after.len(),
-        }));
-    }
-
-    /// The buffer at `addr` was freed: its address may be reused.
-    pub fn forget(&mut self, addr: u64) {
-        self.events.push(OrchEvent::Forget(addr));
-    }
-
-    /// Tasks, edges (rebuilt now, in submission order) and submits.
-    pub fn finish(self) -> (Vec<TaskRecord>, Vec<EdgeRecord>, Vec<SubmitRecord>) {
-        let mut f = EdgeFinder {
-            edges: Vec::new(),
-            map: TensorMap::new(),
-            scratch: Vec::new(),
-            seen: Default::default(),
-        };
-        let mut tasks = Vec::new();
-        for e in self.events {
-            match e {
-                OrchEvent::Forget(addr) => f.map.forget(addr),
-                OrchEvent::Task(t) => {
-                    let args: Vec<_> = self.args[t.args].iter().map(|x| (x.role, x.desc)).collect();
-                    f.find_edges(t.id, &args, &self.after[t.after]);
-                    f.seen.insert(t.id);
-                    tasks.push(TaskRecord {
-                        task_id: t.id,
-                        scope: t.scope,
-                        kernel_ids: t.kernel_ids,
-                        block_num: t.block_num,
-                        args,
-                    });
-                }
-            }
-        }
-        (tasks, f.edges, self.submits)
-    }
-}
-
-impl EdgeFinder {
-    fn add(&mut self, e: EdgeRecord) {
-        if e.pred == e.succ || !self.seen.contains(&e.pred) {
-            return;
-        }
-        match self.scratch.iter_mut().find(|x| x.pred == e.pred) {
-            Some(x) => x.flags |= e.flags,
-            None => self.scratch.push(e),
-        }
-    }
-
-    fn find_edges(&mut self, succ: TaskId, args: &[(ArgRole, ChipTensor)], after: &[TaskId]) {
-        for (i, (role, desc)) in args.iter().enumerate() {
-            if !matches!(role, ArgRole::NoDep | ArgRole::Output) {
-                self.tensor_edges(succ, i as u32, *role, desc);
-            }
-        }
-        for &pred in after {
-            self.add(EdgeRecord {
-                pred,
-                succ,
-                arg: None,
-                pred_arg: None,
-                source: EdgeSource::Explicit,
-                flags: 0,
-            });
-        }
-        self.edges.append(&mut self.scratch);
-        for (i, (role, desc)) in args.iter().enumerate() {
-            if matches!(role, ArgRole::NoDep | ArgRole::Output) {
-                continue;
-            }
-            if let Some(r) = Region::of(desc) {
-                let access = Access {
-                    read: role.reads(),
-                    write: role.writes_existing(),
-                };
-                self.map
-                    .register_of(desc.addr, r, access, (succ, i as u32), |_| true);
-            }
-        }
-    }
-
-    /// Edges of the consumer `succ` found through its tensor slot `i`:
-    /// the creator, then the map's writers (RAW/WAW) and, for a writer,
-    /// the readers since (WAR).
-    fn tensor_edges(&mut self, succ: TaskId, i: u32, role: ArgRole, desc: &ChipTensor) {
-        let always = |_: &(TaskId, u32)| true;
-        let f = raw_waw(role);
-        self.add(EdgeRecord {
-            pred: desc.owner_task_id,
-            succ,
-            arg: Some(i),
-            pred_arg: None,
-            source: EdgeSource::Creator,
-            flags: f,
-        });
-        let Some(r) = Region::of(desc) else {
-            return;
-        };
-        let mut found: Vec<(TaskId, u32, u32)> = Vec::new();
-        let read = Access {
-            read: true,
-            write: false,
-        };
-        self.map
-            .deps_of(desc.addr, &r, read, always, |&(p, a)| found.push((p, a, f)));
-        if role.writes_existing() {
-            let write = Access {
-                read: false,
-                write: true,
-            };
-            let n = found.len();
-            self.map.deps_of(desc.addr, &r, write, always, |&(p, a)| {
-                if !found[..n].iter().any(|x| x.0 == p) {
-                    found.push((p, a, 4));
-                }
-            });
-        }
-        for (pred, a, flags) in found {
-            self.add(EdgeRecord {
-                pred,
-                succ,
-                arg: Some(i),
-                pred_arg: Some(a),
-                source: EdgeSource::TensorMap,
-                flags,
-            });
-        }
     }
 }

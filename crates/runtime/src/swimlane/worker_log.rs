@@ -13,7 +13,7 @@
 
 use simpler_core::{topology::Subtask, TaskId};
 
-use super::{DispatchCost, DispatchRecord, PhaseKind, SchedPhaseRecord};
+use super::{chunks::Chunks, DispatchCost, DispatchRecord, PhaseKind, SchedPhaseRecord};
 
 /// A [`DispatchRecord`] as logged (`receive` is `start`: cores queue
 /// nothing).
@@ -50,10 +50,10 @@ struct Phase {
 /// thread and never serialises the work it times.
 #[derive(Default)]
 pub(crate) struct WorkerLog {
-    dispatches: Vec<Dispatched>,
+    dispatches: Chunks<Dispatched>,
     /// `(index in dispatches, cost)`, with `--predict` only.
-    costs: Vec<(usize, DispatchCost)>,
-    phases: Vec<Phase>,
+    costs: Chunks<(usize, DispatchCost)>,
+    phases: Chunks<Phase>,
 }
 
 /// A queue length as logged (a queue of more than 4 G items cannot exist:
