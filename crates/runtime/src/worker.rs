@@ -16,7 +16,7 @@ use crate::{
     payload,
     racecheck::DispatchWrites,
     scheduler::{settle, state, ReadyItem, Shared},
-    swimlane::{DispatchRecord, PhaseKind, SchedPhaseRecord},
+    swimlane::{Dispatched, Phase, PhaseKind},
     task::Member,
     RuntimeError,
 };
@@ -229,7 +229,7 @@ impl Worker {
         item: &ReadyItem,
         held: &mut [Held],
         sched: usize,
-        ran: &mut [Option<(Ran, Option<DispatchRecord>)>; 3],
+        ran: &mut [Option<(Ran, Option<Dispatched>)>; 3],
     ) -> Members {
         let members = item.task.members;
         let mix = held.len() == 3;
@@ -275,7 +275,7 @@ impl Worker {
         shared: &Shared,
         item: &ReadyItem,
         sched: usize,
-        ran: &mut [Option<(Ran, Option<DispatchRecord>)>; 3],
+        ran: &mut [Option<(Ran, Option<Dispatched>)>; 3],
     ) {
         // It began as the (last) kernel returned.
         let returned = ran.iter().flatten().map(|(r, _)| r.end).max();
@@ -299,9 +299,9 @@ impl Worker {
             // This worker's log: only it locks it until the stop.
             let mut log = shared.logs[self.me].lock();
             for slot in ran.iter_mut() {
-                if let Some((_, Some(mut r))) = slot.take() {
-                    r.finish = finish;
-                    log.dispatch(r);
+                if let Some((r, Some(mut d))) = slot.take() {
+                    d.finish = finish;
+                    log.dispatch(d, r.cost);
                 }
             }
         }
@@ -327,7 +327,7 @@ impl Worker {
         kind: PhaseKind,
         first: bool,
         start: Option<u64>,
-    ) -> Option<(u32, SchedPhaseRecord)> {
+    ) -> Option<Phase> {
         if self.level < 3 {
             return None;
         }
@@ -337,39 +337,30 @@ impl Worker {
             true => iters.fetch_add(1, Ordering::Relaxed) + 1,
             false => iters.load(Ordering::Relaxed),
         };
-        let queues_start = shared.queue_lengths();
+        let queues = shared.queue_lengths();
         let start = start.filter(|&t| t > 0);
-        let p = SchedPhaseRecord {
+        let start = start.unwrap_or_else(|| shared.clock.stamp());
+        Some(Phase::begin(
+            sched as u32,
             kind,
-            start: start.unwrap_or_else(|| shared.clock.stamp()),
-            end: 0,
+            first,
+            start,
             loop_iter,
-            processed: 1,
-            queues_start,
-            queues_end: queues_start,
-            pop_hit: u64::from(first),
-            pop_miss: 0,
-        };
-        Some((sched as u32, p))
+            queues,
+        ))
     }
 
     /// End a phase begun by [`Worker::begin_phase`] at `end` (a stamp the
     /// caller took anyway: one clock read serves the dispatch record and
     /// the phase), with the ready queues as they were then (`queues`), or
     /// as they are now; into this worker's log.
-    fn end_phase(
-        &self,
-        phase: Option<(u32, SchedPhaseRecord)>,
-        queues: Option<[u64; 3]>,
-        end: u64,
-    ) {
-        let Some((sched, mut p)) = phase else {
+    fn end_phase(&self, phase: Option<Phase>, queues: Option<[u64; 3]>, end: u64) {
+        let Some(mut p) = phase else {
             return;
         };
-        p.queues_end = queues.unwrap_or_else(|| self.shared.queue_lengths());
-        p.end = end.max(p.start);
+        p.end(end, queues.unwrap_or_else(|| self.shared.queue_lengths()));
         // This worker's log: only it locks it until the stop.
-        self.shared.logs[self.me].lock().phase(sched, p);
+        self.shared.logs[self.me].lock().phase(p);
     }
 
     /// This worker's dump producer, locked (`None` when dumping is off).
@@ -562,8 +553,8 @@ fn record(
     sched: usize,
     dispatched: u64,
     r: &Ran,
-) -> DispatchRecord {
-    DispatchRecord {
+) -> Dispatched {
+    Dispatched {
         core_id: core.id,
         reg: core.reg,
         task_id: item.task.id,
@@ -573,10 +564,8 @@ fn record(
         sched: sched as u32,
         dispatch: dispatched,
         // A worker starts the kernel right after taking the dispatch.
-        receive: r.start,
         start: r.start,
         end: r.end,
         finish: 0,
-        cost: r.cost,
     }
 }

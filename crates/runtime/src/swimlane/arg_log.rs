@@ -52,7 +52,6 @@ struct Arg {
 const RECENT: usize = 256;
 
 /// Every argument recorded so far, in order.
-#[derive(Default)]
 pub(crate) struct ArgLog {
     args: Chunks<Arg>,
     buffers: Chunks<Buffer>,
@@ -61,7 +60,20 @@ pub(crate) struct ArgLog {
     /// The layout id last seen in each of the first slots.
     slot_layout: [Option<u32>; 8],
     /// Buffer ids by a hash of the address.
-    recent: Vec<Option<(Buffer, u32)>>,
+    recent: Box<[Option<(Buffer, u32)>; RECENT]>,
+}
+
+impl Default for ArgLog {
+    fn default() -> Self {
+        ArgLog {
+            args: Chunks::default(),
+            buffers: Chunks::default(),
+            layouts: Vec::new(),
+            layout_ids: FxHashMap::default(),
+            slot_layout: [None; 8],
+            recent: Box::new([None; RECENT]),
+        }
+    }
 }
 
 /// An id for the `n`-th entry of a table: tables hold fewer than 4 G
@@ -70,26 +82,55 @@ fn id(n: usize) -> u32 {
     u32::try_from(n).expect("a recording table holds fewer than 4 G entries")
 }
 
-fn split(t: &TaskTensor) -> (Buffer, Layout) {
-    let d = &t.desc;
-    let buffer = Buffer {
-        addr: d.addr,
-        size: d.size,
-        owner: d.owner_task_id,
-        version: d.version,
-    };
-    let layout = Layout {
-        role: t.role,
-        dtype: d.dtype,
-        ndims: d.ndims,
-        manual_dep: d.manual_dep,
-        is_contiguous: d.is_contiguous,
-        address_space: d.address_space,
-        shapes: d.shapes,
-        strides: d.strides,
-        extent_elems: d.extent_elems,
-    };
-    (buffer, layout)
+impl Buffer {
+    fn of(d: &ChipTensor) -> Buffer {
+        Buffer {
+            addr: d.addr,
+            size: d.size,
+            owner: d.owner_task_id,
+            version: d.version,
+        }
+    }
+
+    /// Whether `d` views this buffer (compared in place: this runs per
+    /// argument on the orchestrator's thread).
+    fn holds(&self, d: &ChipTensor) -> bool {
+        self.addr == d.addr
+            && self.size == d.size
+            && self.owner == d.owner_task_id
+            && self.version == d.version
+    }
+}
+
+impl Layout {
+    fn of(t: &TaskTensor) -> Layout {
+        let d = &t.desc;
+        Layout {
+            role: t.role,
+            dtype: d.dtype,
+            ndims: d.ndims,
+            manual_dep: d.manual_dep,
+            is_contiguous: d.is_contiguous,
+            address_space: d.address_space,
+            shapes: d.shapes,
+            strides: d.strides,
+            extent_elems: d.extent_elems,
+        }
+    }
+
+    /// Whether `t` has this layout (in place, as [`Buffer::holds`]).
+    fn fits(&self, t: &TaskTensor) -> bool {
+        let d = &t.desc;
+        self.role == t.role
+            && self.dtype == d.dtype
+            && self.ndims == d.ndims
+            && self.manual_dep == d.manual_dep
+            && self.is_contiguous == d.is_contiguous
+            && self.address_space == d.address_space
+            && self.shapes == d.shapes
+            && self.strides == d.strides
+            && self.extent_elems == d.extent_elems
+    }
 }
 
 fn join(b: &Buffer, l: &Layout, start_offset: u64) -> (ArgRole, ChipTensor) {
@@ -115,26 +156,22 @@ impl ArgLog {
     /// Log a task's arguments, in slot order.
     pub fn push_all(&mut self, tensors: &[TaskTensor]) {
         for (slot, t) in tensors.iter().enumerate() {
-            let (buffer, layout) = split(t);
             let arg = Arg {
                 start_offset: t.desc.start_offset,
-                buffer: self.buffer_id(buffer),
-                layout: self.layout_id(slot, layout),
+                buffer: self.buffer_id(&t.desc),
+                layout: self.layout_id(slot, t),
             };
             self.args.push(arg);
         }
     }
 
-    fn buffer_id(&mut self, b: Buffer) -> u32 {
-        if self.recent.is_empty() {
-            self.recent = vec![None; RECENT];
-        }
-        let h = (b.addr ^ b.size).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56;
+    fn buffer_id(&mut self, d: &ChipTensor) -> u32 {
+        let h = (d.addr ^ d.size).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56;
         let slot = &mut self.recent[h as usize % RECENT];
         match slot {
-            Some((x, i)) if *x == b => *i,
+            Some((x, i)) if x.holds(d) => *i,
             _ => {
-                let i = id(self.buffers.len());
+                let (b, i) = (Buffer::of(d), id(self.buffers.len()));
                 self.buffers.push(b);
                 *slot = Some((b, i));
                 i
@@ -142,11 +179,12 @@ impl ArgLog {
         }
     }
 
-    fn layout_id(&mut self, slot: usize, l: Layout) -> u32 {
+    fn layout_id(&mut self, slot: usize, t: &TaskTensor) -> u32 {
         let cached = self.slot_layout.get(slot).copied().flatten();
-        if let Some(i) = cached.filter(|&i| self.layouts[i as usize] == l) {
+        if let Some(i) = cached.filter(|&i| self.layouts[i as usize].fits(t)) {
             return i;
         }
+        let l = Layout::of(t);
         let i = *self.layout_ids.entry(l).or_insert_with(|| {
             self.layouts.push(l);
             id(self.layouts.len() - 1)

@@ -16,24 +16,25 @@ use simpler_core::{topology::Subtask, TaskId};
 use super::{chunks::Chunks, DispatchCost, DispatchRecord, PhaseKind, SchedPhaseRecord};
 
 /// A [`DispatchRecord`] as logged (`receive` is `start`: cores queue
-/// nothing).
-struct Dispatched {
-    task_id: TaskId,
-    reg: u64,
-    dispatch: u64,
-    start: u64,
-    end: u64,
-    finish: u64,
-    core_id: u32,
-    func_id: u32,
-    block: u32,
-    sched: u32,
-    subtask: Subtask,
+/// nothing). The worker builds it as the dispatch runs: the public record
+/// is made only when the recording is taken.
+pub(crate) struct Dispatched {
+    pub task_id: TaskId,
+    pub reg: u64,
+    pub dispatch: u64,
+    pub start: u64,
+    pub end: u64,
+    pub finish: u64,
+    pub core_id: u32,
+    pub func_id: u32,
+    pub block: u32,
+    pub sched: u32,
+    pub subtask: Subtask,
 }
 
 /// A [`SchedPhaseRecord`] as logged: one per dispatch or completion, so
 /// `processed` is 1, `pop_hit` is whether it began a block, `pop_miss` 0.
-struct Phase {
+pub(crate) struct Phase {
     start: u64,
     end: u64,
     loop_iter: u64,
@@ -42,6 +43,39 @@ struct Phase {
     sched: u32,
     kind: PhaseKind,
     first: bool,
+}
+
+impl Phase {
+    /// A phase of scheduler `sched` begun at `start`, in loop iteration
+    /// `loop_iter` (`first`: it began a block, one pop that found work),
+    /// with the ready queues `queues` long.
+    pub fn begin(
+        sched: u32,
+        kind: PhaseKind,
+        first: bool,
+        start: u64,
+        loop_iter: u64,
+        queues: [u64; 3],
+    ) -> Phase {
+        let q = queues.map(len32);
+        Phase {
+            start,
+            end: start,
+            loop_iter,
+            queues: [q[0], q[1], q[2], q[0], q[1], q[2]],
+            sched,
+            kind,
+            first,
+        }
+    }
+
+    /// The phase ended at `end` (never before it began) with the ready
+    /// queues `queues` long.
+    pub fn end(&mut self, end: u64, queues: [u64; 3]) {
+        self.end = end.max(self.start);
+        let q = queues.map(len32);
+        self.queues[3..].copy_from_slice(&q);
+    }
 }
 
 /// One worker's recording. Only that worker appends to it, behind a lock
@@ -63,40 +97,17 @@ fn len32(n: u64) -> u32 {
 }
 
 impl WorkerLog {
-    /// Log a dispatch.
-    pub fn dispatch(&mut self, d: DispatchRecord) {
-        debug_assert_eq!(d.receive, d.start);
-        if let Some(c) = d.cost {
+    /// Log a dispatch, with its predicted cost (`--predict`).
+    pub fn dispatch(&mut self, d: Dispatched, cost: Option<DispatchCost>) {
+        if let Some(c) = cost {
             self.costs.push((self.dispatches.len(), c));
         }
-        self.dispatches.push(Dispatched {
-            task_id: d.task_id,
-            reg: d.reg,
-            dispatch: d.dispatch,
-            start: d.start,
-            end: d.end,
-            finish: d.finish,
-            core_id: d.core_id,
-            func_id: d.func_id,
-            block: d.block,
-            sched: d.sched,
-            subtask: d.subtask,
-        });
+        self.dispatches.push(d);
     }
 
-    /// Log a phase of scheduler `sched`.
-    pub fn phase(&mut self, sched: u32, p: SchedPhaseRecord) {
-        debug_assert!(p.processed == 1 && p.pop_miss == 0 && p.pop_hit <= 1);
-        let (a, b) = (p.queues_start, p.queues_end);
-        self.phases.push(Phase {
-            start: p.start,
-            end: p.end,
-            loop_iter: p.loop_iter,
-            queues: [a[0], a[1], a[2], b[0], b[1], b[2]].map(len32),
-            sched,
-            kind: p.kind,
-            first: p.pop_hit == 1,
-        });
+    /// Log a phase.
+    pub fn phase(&mut self, p: Phase) {
+        self.phases.push(p);
     }
 
     /// The public records, each time through `ns` (stamps → nanoseconds):
