@@ -144,8 +144,9 @@ pub fn render_overhead(t: &Timeline) -> String {
     }
     let _ = writeln!(
         s,
-        "Scheduler: {} threads, {} loop iterations ({} with work); Avg scheduler loop iteration {:.3} µs (with work)",
+        "Scheduler: {} thread{}, {} loop iterations ({} with work); Avg scheduler loop iteration {:.3} µs (with work)",
         o.threads,
+        if o.threads == 1 { "" } else { "s" },
         o.loop_iters,
         o.busy_iters,
         t.us(1) * o.avg_iter_cycles()
