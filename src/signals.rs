@@ -12,9 +12,16 @@
 //!
 //! Signals are taken on a thread of their own (`signal-hook`'s iterator),
 //! so the handling is ordinary code, not async-signal-safe code.
+//!
+//! SIGHUP usually means the terminal is gone: writing to it then fails
+//! (EIO), and a `println!` of the run's summary would panic after the dump
+//! was exported (exit 101, not 129). So on SIGHUP the standard streams that
+//! were a terminal at start are pointed at `/dev/null`; redirected ones
+//! (a file, a pipe: `nohup`) keep their output.
 
 use std::{
-    io::Write,
+    io::{IsTerminal, Write},
+    os::fd::AsRawFd,
     process::ExitCode,
     sync::{
         atomic::{AtomicBool, AtomicI32, Ordering},
@@ -31,6 +38,8 @@ use simpler_runtime::CancelToken;
 
 struct State {
     token: CancelToken,
+    /// Standard output and error were terminals at start.
+    ttys: [bool; 2],
     graceful: AtomicBool,
     /// The first signal taken gracefully (0: none).
     first: AtomicI32,
@@ -41,6 +50,10 @@ static STATE: OnceLock<State> = OnceLock::new();
 fn state() -> &'static State {
     STATE.get_or_init(|| State {
         token: CancelToken::new(),
+        ttys: [
+            std::io::stdout().is_terminal(),
+            std::io::stderr().is_terminal(),
+        ],
         graceful: AtomicBool::new(false),
         first: AtomicI32::new(0),
     })
@@ -66,6 +79,9 @@ pub fn install() -> Result<()> {
         .name("signals".into())
         .spawn(move || {
             for sig in signals.forever() {
+                if sig == SIGHUP {
+                    leave_the_terminal(s.ttys);
+                }
                 let graceful = s.graceful.load(Ordering::Acquire)
                     && s.first
                         .compare_exchange(0, sig, Ordering::AcqRel, Ordering::Acquire)
@@ -88,6 +104,24 @@ pub fn install() -> Result<()> {
         })
         .context("cannot start the signal thread")?;
     Ok(())
+}
+
+/// Point standard output (`ttys[0]`) and error (`ttys[1]`) at
+/// `/dev/null`: the terminal they wrote to hung up.
+fn leave_the_terminal(ttys: [bool; 2]) {
+    let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") else {
+        return;
+    };
+    for (fd, tty) in [(1, ttys[0]), (2, ttys[1])] {
+        if tty {
+            // SAFETY: both descriptors are open (`null` lives until the end
+            // of this function; 1 and 2 are the process's standard
+            // streams, which `std` never closes), and dup2 replaces 1 or 2
+            // in one step: a concurrent write goes to the old file or the
+            // new one, never to a closed or reused descriptor.
+            unsafe { libc::dup2(null.as_raw_fd(), fd) };
+        }
+    }
 }
 
 /// One line on stderr; a closed stderr is no reason to stop.
