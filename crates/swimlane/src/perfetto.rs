@@ -12,9 +12,9 @@
 //! slice goes to the first lane free at its start), lane k > 0 showing as
 //! `NAME #k`. Times are µs from the timeline's first timestamp.
 
-use std::collections::HashMap;
 use std::io::{self, Write};
 
+use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use crate::model::{task_label, Timeline};
@@ -48,7 +48,7 @@ struct Event<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     bp: Option<&'a str>,
     #[serde(skip_serializing_if = "Args::is_none")]
-    args: Args<'a>,
+    args: &'a Args<'a>,
 }
 
 /// Slice and metadata arguments, typed (no JSON value per slice).
@@ -86,8 +86,8 @@ enum Args<'a> {
 }
 
 impl Args<'_> {
-    fn is_none(&self) -> bool {
-        matches!(self, Args::None)
+    fn is_none(a: &&Args<'_>) -> bool {
+        matches!(a, Args::None)
     }
 }
 
@@ -223,7 +223,7 @@ fn emit(w: &mut impl Write, first: &mut bool, e: &Event<'_>) -> io::Result<()> {
     serde_json::to_writer(&mut *w, e).map_err(io::Error::other)
 }
 
-fn meta<'a>(name: &'a str, pid: u32, tid: u32, args: Args<'a>) -> Event<'a> {
+fn meta<'a>(name: &'a str, pid: u32, tid: u32, args: &'a Args<'a>) -> Event<'a> {
     Event {
         name,
         ph: "M",
@@ -266,16 +266,16 @@ fn write_events(t: &Timeline, w: &mut impl Write) -> io::Result<()> {
         emit(
             w,
             &mut first,
-            &meta("process_name", pid, 0, Args::Name { name }),
+            &meta("process_name", pid, 0, &Args::Name { name }),
         )?;
         emit(
             w,
             &mut first,
-            &meta("process_sort_index", pid, 0, Args::Sort { sort_index: pid }),
+            &meta("process_sort_index", pid, 0, &Args::Sort { sort_index: pid }),
         )?;
     }
     // Where each dispatch's slice landed, for the flows.
-    let mut at: HashMap<usize, (u32, u32)> = HashMap::new();
+    let mut at: Vec<Option<(u32, u32)>> = vec![None; t.dispatches.len()];
     for tr in &tracks {
         write_track(t, w, &mut first, tr, &mut at, &us)?;
     }
@@ -289,7 +289,7 @@ fn write_track(
     w: &mut impl Write,
     first: &mut bool,
     tr: &Track,
-    at: &mut HashMap<usize, (u32, u32)>,
+    at: &mut [Option<(u32, u32)>],
     us: &dyn Fn(u64) -> f64,
 ) -> io::Result<()> {
     let lanes = pack(&tr.slices);
@@ -303,7 +303,7 @@ fn write_track(
         emit(
             w,
             first,
-            &meta("thread_name", tr.pid, tid, Args::Name { name: &name }),
+            &meta("thread_name", tr.pid, tid, &Args::Name { name: &name }),
         )?;
         emit(
             w,
@@ -312,14 +312,14 @@ fn write_track(
                 "thread_sort_index",
                 tr.pid,
                 tid,
-                Args::Sort { sort_index: tid },
+                &Args::Sort { sort_index: tid },
             ),
         )?;
     }
     for (s, &lane) in tr.slices.iter().zip(&lanes) {
         let tid = tr.base_tid + lane.min(LANES - 1);
         if let Some(i) = s.dispatch {
-            at.insert(i, (tr.pid, tid));
+            at[i] = Some((tr.pid, tid));
         }
         let e = Event {
             name: &s.name,
@@ -331,7 +331,7 @@ fn write_track(
             cat: None,
             id: None,
             bp: None,
-            args: s.args.clone(),
+            args: &s.args,
         };
         emit(w, first, &e)?;
     }
@@ -343,11 +343,11 @@ fn write_flows(
     t: &Timeline,
     w: &mut impl Write,
     first: &mut bool,
-    at: &HashMap<usize, (u32, u32)>,
+    at: &[Option<(u32, u32)>],
     us: &dyn Fn(u64) -> f64,
 ) -> io::Result<()> {
-    let mut last: HashMap<u64, usize> = HashMap::new();
-    let mut earliest: HashMap<u64, usize> = HashMap::new();
+    let mut last: FxHashMap<u64, usize> = FxHashMap::default();
+    let mut earliest: FxHashMap<u64, usize> = FxHashMap::default();
     for (i, d) in t.dispatches.iter().enumerate() {
         let l = last.entry(d.task).or_insert(i);
         if t.dispatches[*l].end < d.end {
@@ -362,7 +362,7 @@ fn write_flows(
         let (Some(&p), Some(&s)) = (last.get(&e.pred), earliest.get(&e.succ)) else {
             continue;
         };
-        let (Some(&(pp, pt)), Some(&(sp, st))) = (at.get(&p), at.get(&s)) else {
+        let (Some(&(pp, pt)), Some(&(sp, st))) = (at[p].as_ref(), at[s].as_ref()) else {
             continue;
         };
         let (pd, sd) = (&t.dispatches[p], &t.dispatches[s]);
@@ -380,7 +380,7 @@ fn write_flows(
                 cat: Some(e.source.as_str()),
                 id: Some(n as u64),
                 bp,
-                args: Args::None,
+                args: &Args::None,
             };
             emit(w, first, &ev)?;
         }
