@@ -3,7 +3,9 @@
 //! the upstream converter reads them (rows joined on `(core_id,
 //! reg_task_id)`, func ids resolved from `deps.json` `kernel_ids`).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use simpler_format::swimlane::{Deps, NameMap, OrchPhase, Records, SchedPhase};
 

@@ -3,7 +3,9 @@
 //! dispatches as a records file ([`records_of`]), `pmu.csv` ([`write_pmu`])
 //! and the bottleneck pipe per func ([`bottlenecks`]).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 use std::io::{self, Write};
 use std::sync::Arc;
 
@@ -44,7 +46,7 @@ pub fn pipe_cost(params: TimingParams) -> CostFn {
 pub fn graph_of(log: &SwimlaneLog) -> (Graph, u64) {
     // (task, block, member slot) → cost; AIV-only tasks use slot 1 whatever
     // vector core ran them.
-    let mut costs: HashMap<(u64, u32, usize), DispatchCost> = HashMap::new();
+    let mut costs: HashMap<(u64, u32, usize), DispatchCost> = HashMap::default();
     for d in &log.dispatches {
         if let Some(c) = d.cost {
             costs.insert((d.task_id.0, d.block, d.subtask.id() as usize), c);
@@ -54,7 +56,7 @@ pub fn graph_of(log: &SwimlaneLog) -> (Graph, u64) {
         }
     }
     let mut missing = 0;
-    let mut index: HashMap<u64, usize> = HashMap::new();
+    let mut index: HashMap<u64, usize> = HashMap::default();
     let mut tasks = Vec::with_capacity(log.tasks.len());
     for (i, t) in log.tasks.iter().enumerate() {
         index.insert(t.task_id.0, i);
