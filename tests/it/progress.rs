@@ -3,7 +3,6 @@
 //! never when stderr is piped or `--quiet` is given.
 
 use std::io::Read;
-use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::Path;
 use std::process::Stdio;
 
@@ -22,21 +21,7 @@ fn on_a_terminal_in(
     args: &[&str],
     env: &[(&str, &str)],
 ) -> (Option<i32>, String, Vec<u8>) {
-    let (mut master, mut slave) = (-1, -1);
-    // SAFETY: openpty writes two fds into the given ints; the null
-    // pointers ask for no name, termios or window size.
-    let rc = unsafe {
-        libc::openpty(
-            &mut master,
-            &mut slave,
-            std::ptr::null_mut(),
-            std::ptr::null(),
-            std::ptr::null(),
-        )
-    };
-    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
-    // SAFETY: both fds were just opened by openpty and are owned here only.
-    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let (master, slave) = crate::faults::pty();
     let mut child = simpler(cwd)
         .args(args)
         .env("TERM", "xterm")

@@ -42,6 +42,36 @@ pub fn simpler(cwd: &Path) -> Command {
     c
 }
 
+/// A pseudo-terminal: `(master, slave)`.
+pub fn pty() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
+    use std::os::fd::FromRawFd;
+    let (mut master, mut slave) = (-1, -1);
+    // SAFETY: openpty writes two descriptors into the locals; the null
+    // name, termios and window size pointers are allowed ("no value").
+    let r = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(r, 0, "openpty: {}", std::io::Error::last_os_error());
+    // The master must not leak into a child (openpty does not set
+    // close-on-exec): one that holds it keeps the terminal alive.
+    // SAFETY: fcntl on a descriptor just opened.
+    let r = unsafe { libc::fcntl(master, libc::F_SETFD, libc::FD_CLOEXEC) };
+    assert_eq!(r, 0, "fcntl: {}", std::io::Error::last_os_error());
+    // SAFETY: both were just opened and are owned by nothing else.
+    unsafe {
+        (
+            std::os::fd::OwnedFd::from_raw_fd(master),
+            std::os::fd::OwnedFd::from_raw_fd(slave),
+        )
+    }
+}
+
 /// Run to the end.
 pub fn run(cwd: &Path, args: &[&str]) -> Output {
     simpler(cwd).args(args).output().expect("run simpler")

@@ -126,36 +126,6 @@ fn a_second_signal_aborts_at_once_and_leaves_nothing() {
     panic!("the second signal never arrived during the graceful stop");
 }
 
-/// A pseudo-terminal: `(master, slave)`.
-fn pty() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
-    use std::os::fd::FromRawFd;
-    let (mut master, mut slave) = (-1, -1);
-    // SAFETY: openpty writes two descriptors into the locals; the null
-    // name, termios and window size pointers are allowed ("no value").
-    let r = unsafe {
-        libc::openpty(
-            &mut master,
-            &mut slave,
-            std::ptr::null_mut(),
-            std::ptr::null(),
-            std::ptr::null(),
-        )
-    };
-    assert_eq!(r, 0, "openpty: {}", std::io::Error::last_os_error());
-    // The master must not leak into a child (openpty does not set
-    // close-on-exec): one that holds it keeps the terminal alive.
-    // SAFETY: fcntl on a descriptor just opened.
-    let r = unsafe { libc::fcntl(master, libc::F_SETFD, libc::FD_CLOEXEC) };
-    assert_eq!(r, 0, "fcntl: {}", std::io::Error::last_os_error());
-    // SAFETY: both were just opened and are owned by nothing else.
-    unsafe {
-        (
-            std::os::fd::OwnedFd::from_raw_fd(master),
-            std::os::fd::OwnedFd::from_raw_fd(slave),
-        )
-    }
-}
-
 /// An ssh session drops: the run's terminal hangs up (every write to it
 /// fails from then on) and SIGHUP arrives. The run still stops gracefully,
 /// exports a dump the viewer loads, and exits 129 — printing its summary
@@ -164,7 +134,7 @@ fn pty() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
 fn sighup_after_the_terminal_hung_up_exits_129_with_a_loadable_dump() {
     let reference = case_large();
     let tmp = tempfile::tempdir().unwrap();
-    let (master, slave) = pty();
+    let (master, slave) = super::pty();
     let mut args = CASE_LARGE.to_vec();
     args.extend(["--output", "run"]);
     let mut child = super::simpler(tmp.path())
