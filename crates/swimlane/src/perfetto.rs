@@ -271,7 +271,12 @@ fn write_events(t: &Timeline, w: &mut impl Write) -> io::Result<()> {
         emit(
             w,
             &mut first,
-            &meta("process_sort_index", pid, 0, &Args::Sort { sort_index: pid }),
+            &meta(
+                "process_sort_index",
+                pid,
+                0,
+                &Args::Sort { sort_index: pid },
+            ),
         )?;
     }
     // Where each dispatch's slice landed, for the flows.
