@@ -428,7 +428,7 @@ impl Chip {
         shared.idle.notify_all();
         let mut g = shared.stop_lock.lock();
         loop {
-            let mut left = 0;
+            let (mut left, mut joined) = (0, false);
             for (w, h) in self.workers.iter_mut().enumerate() {
                 if h.is_none() {
                     continue;
@@ -450,12 +450,20 @@ impl Chip {
                     // It may still be in `notify_stop`, waiting for the lock.
                     let h = h.take();
                     MutexGuard::unlocked(&mut g, || h.map(JoinHandle::join));
+                    joined = true;
                 } else {
                     left += 1;
                 }
             }
             if left == 0 {
                 break;
+            }
+            if joined {
+                // The lock was let go for the join: a worker counted in
+                // `left` may have exited and notified meanwhile, with
+                // nobody waiting. Look again before waiting (else that
+                // notification is lost and the wait runs its full timeout).
+                continue;
             }
             // Woken by an exit or a forced stop; the timeout bounds a
             // worker entering a kernel just as the stop was forced.
