@@ -24,6 +24,10 @@ pub struct Core {
     /// GM bytes written since the last `reset` (TSTORE and direct writes).
     writes: WriteLog,
     rec: Option<Vec<InstrRecord>>,
+    /// A records buffer handed back ([`Core::recycle_records`]): the next
+    /// recording starts with its capacity instead of growing from empty
+    /// (`--predict` records every dispatch).
+    spare: Vec<InstrRecord>,
     /// Scratch space reused by instructions to avoid per-instruction allocation.
     pub(crate) scratch: [Vec<f32>; 3],
 }
@@ -38,6 +42,7 @@ impl Core {
             bufs: LocalBuffers::new(arch, core_type),
             writes: WriteLog::new(),
             rec: None,
+            spare: Vec::new(),
             scratch: Default::default(),
         }
     }
@@ -118,12 +123,21 @@ impl Core {
 
     /// Start recording instructions (clears earlier records).
     pub fn start_recording(&mut self) {
-        self.rec = Some(Vec::new());
+        let mut v = std::mem::take(&mut self.spare);
+        v.clear();
+        self.rec = Some(v);
     }
 
     /// Stop recording and return what was recorded.
     pub fn take_records(&mut self) -> Vec<InstrRecord> {
         self.rec.take().unwrap_or_default()
+    }
+
+    /// Give back a buffer [`Core::take_records`] returned, once read: the
+    /// next recording reuses its memory (its records are dropped).
+    pub fn recycle_records(&mut self, mut v: Vec<InstrRecord>) {
+        v.clear();
+        self.spare = v;
     }
 
     /// True while recording.

@@ -490,11 +490,12 @@ impl Worker {
         if self.shared.race.wants_writes(&item.task.race) {
             keep_writes(&self.shared, item, member, cs, id);
         }
-        let cost = self
-            .shared
-            .cost
-            .as_ref()
-            .map(|f| f(&cs.core.take_records()));
+        let cost = self.shared.cost.as_ref().map(|f| {
+            let records = cs.core.take_records();
+            let cost = f(&records);
+            cs.core.recycle_records(records);
+            cost
+        });
         Outcome::Ran(Ran {
             result: kernel_result(item, member, cs, r),
             start,

@@ -171,3 +171,33 @@ fn cube_and_memory_records() {
     assert_eq!(decode(DType::Float32, &gm_bytes(&gm, &dst)), vec![16.0; 64]);
     assert!(recs.iter().all(|r| r.loc.file().ends_with("record.rs")));
 }
+
+#[test]
+fn a_recycled_records_buffer_starts_the_next_recording_empty() {
+    let gm = gm();
+    let mut c = aiv(&gm);
+    let mut rg = rng(5);
+    let x = tile_with(
+        &mut c,
+        BufKind::Ub,
+        2,
+        8,
+        DType::Float32,
+        &rand_vals(&mut rg, DType::Float32, 16, 0.5, 3.0),
+    );
+    c.start_recording();
+    for _ in 0..5 {
+        c.tadds(x, x, 1.0).unwrap();
+    }
+    let first = c.take_records();
+    assert_eq!(first.len(), 5);
+    let cap = first.capacity();
+    c.recycle_records(first);
+    c.start_recording();
+    c.texp(x, x).unwrap();
+    let second = c.take_records();
+    // Only this recording's instruction, in the old buffer's memory.
+    assert_eq!(second.len(), 1);
+    assert_eq!(second[0].mnemonic, "TEXP");
+    assert!(second.capacity() >= cap);
+}
