@@ -723,7 +723,13 @@ impl SegMap {
         if cursor < b {
             push(apply(blank(cursor, b)));
         }
-        self.segs.splice(lo..hi, self.scratch.drain(..));
+        if self.scratch.len() == hi - lo {
+            // As many segments as it replaces (the common case: an access
+            // over segments it covers whole): in place, no tail to move.
+            self.segs[lo..hi].copy_from_slice(&self.scratch);
+        } else {
+            self.segs.splice(lo..hi, self.scratch.drain(..));
+        }
     }
 }
 
