@@ -72,4 +72,4 @@ pub use spec::ReplaySpec;
 pub use workspace::{replay_into, ReplayOutcome, Workspace, WorkspaceTarget};
 
 pub use subcore::SubCore;
-pub use timing::{simulate, simulate_core, TimingParams};
+pub use timing::{core_cost, simulate, simulate_core, CostScratch, TimingParams};

@@ -555,9 +555,44 @@ pub fn simulate(params: &TimingParams, cores: &[SubCore]) -> Timeline {
 
 /// Simulate one core's instruction stream (see the module doc for the model).
 pub fn simulate_core(params: &TimingParams, records: &[InstrRecord]) -> CoreTiming {
-    let mut pipe_free = [0u64; 7];
-    let mut hazards = Hazards::default();
     let mut spans = Vec::with_capacity(records.len());
+    let (busy, total_cycles) =
+        schedule(params, records, &mut Hazards::default(), |s| spans.push(s));
+    CoreTiming {
+        spans,
+        busy,
+        total_cycles,
+    }
+}
+
+/// What [`core_cost`] keeps between calls: the hazard maps, whose memory
+/// the next call reuses.
+#[derive(Debug, Default)]
+pub struct CostScratch(Hazards);
+
+/// [`simulate_core`]'s busy cycles per pipe and total, without the spans:
+/// what `--predict` needs of each of a run's dispatches. `scratch` is
+/// emptied first, so only its memory carries over.
+pub fn core_cost(
+    params: &TimingParams,
+    records: &[InstrRecord],
+    scratch: &mut CostScratch,
+) -> (PipeCycles, u64) {
+    for m in &mut scratch.0.bufs {
+        m.segs.clear();
+    }
+    schedule(params, records, &mut scratch.0, |_| {})
+}
+
+/// The model: each instruction's span, in record order, to `on_span`;
+/// returns busy cycles per pipe and the total.
+fn schedule(
+    params: &TimingParams,
+    records: &[InstrRecord],
+    hazards: &mut Hazards,
+    mut on_span: impl FnMut(Span),
+) -> (PipeCycles, u64) {
+    let mut pipe_free = [0u64; 7];
     let mut busy = PipeCycles::default();
     let mut total_cycles = 0;
     for rec in records {
@@ -581,18 +616,14 @@ pub fn simulate_core(params: &TimingParams, records: &[InstrRecord]) -> CoreTimi
         pipe_free[p] = end;
         busy.add(rec.pipe, dur);
         total_cycles = total_cycles.max(end);
-        spans.push(Span { start, end });
+        on_span(Span { start, end });
     }
-    CoreTiming {
-        spans,
-        busy,
-        total_cycles,
-    }
+    (busy, total_cycles)
 }
 
 /// Hazard state of one core: one segment map per local buffer.
 #[derive(Debug, Default)]
-struct Hazards {
+pub(crate) struct Hazards {
     bufs: [SegMap; 5],
 }
 
@@ -903,6 +934,8 @@ mod tests {
     fn fast_model_matches_history_scan_on_random_streams() {
         let params = TimingParams::a2a3();
         let mut g = Rng(0x9e37_79b9_7f4a_7c15);
+        // Shared by every stream: what one leaves must not reach the next.
+        let mut scratch = CostScratch::default();
         for _ in 0..50 {
             let mut records = Vec::new();
             for _ in 0..300 {
@@ -923,6 +956,8 @@ mod tests {
             }
             let fast = simulate_core(&params, &records);
             assert_eq!(fast.spans, naive(&params, &records));
+            let cost = core_cost(&params, &records, &mut scratch);
+            assert_eq!(cost, (fast.busy, fast.total_cycles));
         }
     }
 

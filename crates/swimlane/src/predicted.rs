@@ -18,7 +18,7 @@ use simpler_format::{
     },
 };
 use simpler_isa::Pipe;
-use simpler_replay::{simulate_core, TimingParams};
+use simpler_replay::{core_cost, CostScratch, TimingParams};
 use simpler_runtime::{
     swimlane::{CostFn, DispatchCost},
     SwimlaneLog,
@@ -30,11 +30,15 @@ use crate::predict::{ChipShape, Graph, GraphTask, Member, Prediction, TaskShape}
 /// recorded instructions through the pipe model (`simulate_core`), the
 /// same model `insight-trace` replays with.
 pub fn pipe_cost(params: TimingParams) -> CostFn {
+    thread_local! {
+        // Each worker's hazard maps, reused dispatch after dispatch.
+        static SCRATCH: std::cell::RefCell<CostScratch> = Default::default();
+    }
     Arc::new(move |records| {
-        let t = simulate_core(&params, records);
+        let (busy, cycles) = SCRATCH.with_borrow_mut(|s| core_cost(&params, records, s));
         DispatchCost {
-            cycles: t.total_cycles,
-            busy: Pipe::ALL.map(|p| t.busy.get(p)),
+            cycles,
+            busy: Pipe::ALL.map(|p| busy.get(p)),
             instructions: records.len() as u64,
         }
     })
