@@ -718,6 +718,14 @@ impl SegMap {
                 ..s
             },
         };
+        if let [s] = &mut self.segs[lo..hi] {
+            if (s.start, s.end) == (a, b) {
+                // Exactly one segment's bytes (a tile used again): what the
+                // general path below would make of it, without the copies.
+                *s = apply(*s);
+                return;
+            }
+        }
         let out = &mut self.scratch;
         out.clear();
         let mut push = |s: Seg| match out.last_mut() {
@@ -925,8 +933,13 @@ mod tests {
             self.0 % n
         }
 
+        /// Half the time one of eight fixed tiles (re-used exactly, as
+        /// kernels do), else any range.
         fn range(&mut self) -> BufRange {
-            ub(self.below(64) as u32 * 16, 1 + self.below(256) as u32)
+            match self.below(2) {
+                0 => ub(self.below(8) as u32 * 64, 64),
+                _ => ub(self.below(64) as u32 * 16, 1 + self.below(256) as u32),
+            }
         }
     }
 
