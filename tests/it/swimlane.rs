@@ -270,7 +270,9 @@ fn the_report_matches_figures_computed_from_the_raw_records() {
         })
         .sum();
     assert!(
-        out.contains(&format!("threads, {iters} loop iterations")),
+        // "1 thread, …" when a single scheduler thread logged phases.
+        out.contains(&format!("threads, {iters} loop iterations"))
+            || out.contains(&format!("1 thread, {iters} loop iterations")),
         "{out}"
     );
     let deps = json(&dir.join("deps.json"));
