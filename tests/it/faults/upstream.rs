@@ -53,6 +53,17 @@ fn a_killed_upstream_layout_run_leaves_a_loadable_matching_dump() {
         let l = Loaded::open(&tmp.path().join("run"));
         assert!(l.upstream);
         l.check_structure();
+        if l.m.header.status == Some(Status::Complete) {
+            // The signal came after the last task completed (the export
+            // was under way): a complete dump, and too late for this test.
+            assert!(
+                err.contains("interrupted after the run had completed"),
+                "{err}"
+            );
+            eprintln!("attempt {attempt}: the run had completed; sooner");
+            span *= 0.6;
+            continue;
+        }
         assert_eq!(l.m.header.status, Some(Status::Incomplete));
         assert_eq!(l.m.header.reason.as_deref(), Some("interrupted by SIGINT"));
         assert!(err.contains("error: interrupted by SIGINT"), "{err}");
