@@ -13,8 +13,6 @@
 //! collected; (4) the manifest is written atomically.
 
 use std::{
-    fs::File,
-    io::Write,
     path::PathBuf,
     sync::{
         atomic::{AtomicU64, Ordering},
@@ -29,6 +27,7 @@ use parking_lot::Mutex;
 use crate::{
     durable::TempFile,
     kept::{Kept, Tables},
+    payload_file::PayloadFile,
     record::{Record, UnfinishedTask},
     DumpConfig, DumpError, Producer,
 };
@@ -47,8 +46,7 @@ pub(crate) struct Batch {
 pub(crate) struct Shared {
     pub cfg: DumpConfig,
     pub tx: Sender<Batch>,
-    free_rx: Receiver<Batch>,
-    free_tx: Sender<Batch>,
+    free: Arc<FreePool>,
     /// Records per batch.
     pub record_cap: usize,
     /// Records lost (drop policy), by kind.
@@ -78,7 +76,7 @@ impl Dropped {
 
 impl Shared {
     pub fn fresh_batch(&self) -> Batch {
-        self.free_rx.try_recv().unwrap_or_else(|_| Batch {
+        self.free.take().unwrap_or_else(|| Batch {
             records: Vec::with_capacity(self.record_cap),
             arena: Vec::with_capacity(self.cfg.arena_bytes.min(64 << 20)),
             side: Vec::new(),
@@ -86,19 +84,52 @@ impl Shared {
     }
 
     pub fn recycle(&self, b: Batch) {
-        recycle(&self.free_tx, b, self.cfg.arena_bytes);
+        self.free.put(b);
     }
 }
 
-fn recycle(free: &Sender<Batch>, mut b: Batch, arena_bytes: usize) {
-    b.records.clear();
-    b.arena.clear();
-    b.side.clear();
-    // A batch that carried an oversized tensor does not keep its memory.
-    if b.arena.capacity() > arena_bytes {
-        b.arena = Vec::with_capacity(arena_bytes);
+/// Emptied batches waiting for a producer, newest first: the batch the
+/// collector has just written is the one whose memory is still in the
+/// CPU's caches (a producer refilling a cold buffer pays a cache miss per
+/// line, and the dump's copies are bound by memory, not instructions).
+pub(crate) struct FreePool {
+    batches: Mutex<Vec<Batch>>,
+    /// Most batches kept.
+    cap: usize,
+    /// Arena capacity a kept batch may have.
+    arena_bytes: usize,
+}
+
+impl FreePool {
+    fn new(cap: usize, arena_bytes: usize) -> FreePool {
+        FreePool {
+            batches: Mutex::new(Vec::with_capacity(cap)),
+            cap,
+            arena_bytes,
+        }
     }
-    let _ = free.try_send(b);
+
+    /// The most recently returned batch, if any.
+    fn take(&self) -> Option<Batch> {
+        self.batches.lock().pop()
+    }
+
+    /// Empty `b` and keep it for reuse (or drop it when the pool is full).
+    /// Emptying is what keeps one capture's bytes out of another's record:
+    /// a reused batch starts with no records and no payload.
+    fn put(&self, mut b: Batch) {
+        b.records.clear();
+        b.arena.clear();
+        b.side.clear();
+        // A batch that carried an oversized tensor does not keep its memory.
+        if b.arena.capacity() > self.arena_bytes {
+            b.arena = Vec::with_capacity(self.arena_bytes);
+        }
+        let mut g = self.batches.lock();
+        if g.len() < self.cap {
+            g.push(b);
+        }
+    }
 }
 
 /// What the collector hands back.
@@ -173,33 +204,18 @@ impl FailureHook {
     }
 }
 
-/// Append `arena` to the file; returns the bytes that reached it and the
-/// error that stopped the rest.
-fn write_payload(file: &File, arena: &[u8]) -> (usize, Option<std::io::Error>) {
-    let mut done = 0;
-    while done < arena.len() {
-        match (&*file).write(&arena[done..]) {
-            Ok(0) => return (done, Some(std::io::ErrorKind::WriteZero.into())),
-            Ok(n) => done += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return (done, Some(e)),
-        }
-    }
-    (done, None)
-}
-
-/// Payload bytes handed to the disk at once while the run streams them
-/// ([`crate::durable::start_writeback`]): the `.bin`'s fsync at the end
-/// then finds most of it written.
-const WRITEBACK_CHUNK: u64 = 8 << 20;
+/// Staging buffer of the payload file's direct writes.
+const STAGING_BYTES: usize = 1 << 20;
 
 fn collector_main(
     rx: Receiver<Batch>,
-    free: Sender<Batch>,
+    free: Arc<FreePool>,
     bin: Option<TempFile>,
     hook: Arc<FailureHook>,
-    arena_bytes: usize,
 ) -> Collected {
+    let mut payload = bin
+        .as_ref()
+        .map(|b| PayloadFile::new(b.file(), STAGING_BYTES, true));
     let mut c = Collected {
         kept: Vec::new(),
         tables: Tables::default(),
@@ -213,38 +229,18 @@ fn collector_main(
         lost: 0,
         races: RaceSection::default(),
     };
-    // Payload bytes before this offset are already being written back.
-    let mut writeback_from = 0;
     for batch in rx {
-        let base = c.bin_bytes;
-        // Bytes of this batch's arena that reached the file.
-        let mut reached = 0;
+        let base = payload.as_ref().map_or(0, PayloadFile::appended);
+        let mut failed = None;
         if c.bin_error.is_none() && !batch.arena.is_empty() {
-            if let Some(bin) = &c.bin {
-                let (n, err) = write_payload(bin.file(), &batch.arena);
-                reached = n;
-                c.bin_bytes += n as u64;
-                if c.bin_bytes - writeback_from >= WRITEBACK_CHUNK {
-                    let len = c.bin_bytes - writeback_from;
-                    crate::durable::start_writeback(bin.file(), writeback_from, len);
-                    writeback_from = c.bin_bytes;
-                }
-                if let Some(e) = err {
-                    hook.failed(crate::durable::os_message(&e));
-                    c.bin_error = Some(e);
-                }
+            if let (Some(bin), Some(p)) = (&c.bin, &mut payload) {
+                failed = p.append(bin.file(), &batch.arena).err();
             }
         }
         for rec in &batch.records {
             match rec {
-                Record::Tensor(r) if r.payload_len > 0 => {
-                    // Kept only when its payload is in the file.
-                    if r.arena_offset + r.payload_len <= reached as u64 {
-                        c.kept.push(c.tables.keep(r, base));
-                    } else {
-                        c.lost += 1;
-                    }
-                }
+                // Payload after a failed write never reaches the file.
+                Record::Tensor(r) if r.payload_len > 0 && c.bin_error.is_some() => c.lost += 1,
                 Record::Tensor(r) => c.kept.push(c.tables.keep(r, base)),
                 Record::OrchArg(o) => c.orch.push(crate::side_files::orch_arg(o)),
                 Record::Dispatch(d) => {
@@ -257,9 +253,35 @@ fn collector_main(
                 }
             }
         }
-        recycle(&free, batch, arena_bytes);
+        if let Some(e) = failed {
+            write_failed(
+                &mut c,
+                &hook,
+                payload.as_ref().map_or(0, PayloadFile::written),
+                e,
+            );
+        }
+        free.put(batch);
+    }
+    if let (Some(bin), Some(p)) = (&c.bin, &mut payload) {
+        if c.bin_error.is_none() {
+            if let Err(e) = p.finish(bin.file()) {
+                write_failed(&mut c, &hook, p.written(), e);
+            }
+        }
+        c.bin_bytes = p.written();
     }
     c
+}
+
+/// Writing the payload failed with `e` after `reached` bytes: the records
+/// whose payload lies beyond are dropped (counted), the run is told.
+fn write_failed(c: &mut Collected, hook: &FailureHook, reached: u64, e: std::io::Error) {
+    let before = c.kept.len();
+    c.kept.retain(|k| k.payload_within(reached));
+    c.lost += (before - c.kept.len()) as u64;
+    hook.failed(crate::durable::os_message(&e));
+    c.bin_error = Some(e);
 }
 
 /// How the run ended, for the manifest's `status`.
@@ -374,21 +396,20 @@ impl DumpSession {
             None => None,
         };
         let (tx, rx) = channel::bounded(cfg.queue_buffers);
-        let (free_tx, free_rx) = channel::bounded(cfg.queue_buffers + 4);
+        let free = Arc::new(FreePool::new(cfg.queue_buffers + 4, cfg.arena_bytes));
         let record_cap = (cfg.arena_bytes / 256).clamp(64, 1 << 16);
         let shared = Arc::new(Shared {
             cfg: cfg.clone(),
             tx,
-            free_rx,
-            free_tx: free_tx.clone(),
+            free: free.clone(),
             record_cap,
             dropped: Dropped::default(),
         });
         let hook = Arc::new(FailureHook::default());
-        let (h, arena) = (hook.clone(), cfg.arena_bytes);
+        let h = hook.clone();
         let collector = std::thread::Builder::new()
             .name("dump-collector".into())
-            .spawn(move || collector_main(rx, free_tx, bin, h, arena))
+            .spawn(move || collector_main(rx, free, bin, h))
             .map_err(|e| DumpError::Config(format!("cannot start the dump collector: {e}")))?;
         Ok(DumpSession {
             shared: Some(shared),
@@ -490,5 +511,97 @@ impl Drop for DumpSession {
             let _ = h.join();
         }
         remove_dirs(&self.created_dirs);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{DumpLevel, TaskView};
+    use simpler_chip::Gm;
+    use simpler_core::{ArgRole, ChipTensor, DType, TaskId, TaskTensor};
+
+    #[test]
+    fn the_pool_hands_back_the_newest_batch_emptied() {
+        let pool = FreePool::new(2, 64);
+        for (i, fill) in [1u8, 2, 3].into_iter().enumerate() {
+            let mut b = Batch::default();
+            b.arena.extend_from_slice(&[fill; 10]);
+            b.side.push(fill);
+            b.records.push(Record::OrchArg(crate::OrchArgRecord {
+                arg_index: i as u32,
+                role: ArgRole::Input,
+                subject: crate::Subject::Scalar(simpler_core::Scalar::u64(0)),
+            }));
+            pool.put(b);
+        }
+        // Two kept (the cap), newest first, each empty.
+        for _ in 0..2 {
+            let b = pool.take().expect("a kept batch");
+            assert!(b.records.is_empty() && b.arena.is_empty() && b.side.is_empty());
+        }
+        assert!(pool.take().is_none());
+    }
+
+    /// Batches are recycled (a 4 KiB arena, one queued batch): captures of
+    /// 4000 bytes and of 100 bytes alternate, so a short capture lands in
+    /// memory a long one filled before. Every record's payload in the
+    /// `.bin` must be its own tensor's bytes, and nothing else.
+    #[test]
+    fn a_short_capture_in_a_recycled_batch_holds_only_its_own_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let gm = Gm::new(1 << 20).unwrap();
+        let long = gm.alloc(4000).unwrap();
+        gm.write(long, &[0xaa; 4000]).unwrap();
+        let short = gm.alloc(100).unwrap();
+        gm.write(short, &[0xbb; 100]).unwrap();
+        let cfg = DumpConfig {
+            level: Some(DumpLevel::All),
+            arena_bytes: 4096,
+            queue_buffers: 1,
+            ..DumpConfig::new(dir.path().join("d"))
+        };
+        let session = DumpSession::start(cfg).unwrap();
+        let mut p = session.producer();
+        let tensor = |addr, n| TaskTensor {
+            desc: ChipTensor::contiguous(addr, &[n], DType::Uint8),
+            role: ArgRole::Input,
+            marked: false,
+        };
+        for t in 0..64u32 {
+            let tensors = [if t.is_multiple_of(2) {
+                tensor(long, 4000)
+            } else {
+                tensor(short, 100)
+            }];
+            let view = TaskView {
+                task_id: TaskId::new(0, t),
+                func_ids: &[0],
+                tensors: &tensors,
+                scalars: &[],
+            };
+            p.before_dispatch(&view, &gm);
+        }
+        drop(p);
+        let s = session.finish(RunStatus::Complete, vec![]).unwrap();
+        let json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(s.json_path.unwrap()).unwrap()).unwrap();
+        let bin = std::fs::read(&s.bin_path).unwrap();
+        let records = json["tensors"].as_array().unwrap();
+        assert_eq!(records.len(), 64);
+        assert_eq!(bin.len(), 32 * 4000 + 32 * 100, "nothing but the payloads");
+        for r in records {
+            let task = TaskId::parse(r["task_id"].as_str().unwrap()).unwrap();
+            let (at, n) = (
+                r["bin_offset"].as_u64().unwrap() as usize,
+                r["bin_size"].as_u64().unwrap() as usize,
+            );
+            let want = if task.local().is_multiple_of(2) {
+                [0xaa; 1].repeat(4000)
+            } else {
+                [0xbb; 1].repeat(100)
+            };
+            assert_eq!(&bin[at..at + n], &want[..], "task {task}");
+        }
     }
 }

@@ -56,7 +56,7 @@ fn write_lines_parallel(
     head: &[u8],
     open: &[u8],
     c: &Collected,
-    order: &[u128],
+    order: &[u32],
     upstream: bool,
 ) -> std::io::Result<()> {
     use std::os::unix::fs::FileExt;
@@ -64,7 +64,7 @@ fn write_lines_parallel(
     const NEXT: &[u8] = b",\n    ";
     const TAIL: &[u8] = b"\n  ]\n}\n";
     // No records is one empty block: block 0 always carries the header.
-    let blocks: Vec<&[u128]> = match order.is_empty() {
+    let blocks: Vec<&[u32]> = match order.is_empty() {
         true => vec![&[]],
         false => order.chunks(BLOCK_RECORDS).collect(),
     };
@@ -90,7 +90,7 @@ fn write_lines_parallel(
             }
             for (i, &p) in block.iter().enumerate() {
                 buf.extend_from_slice(if b == 0 && i == 0 { FIRST } else { NEXT });
-                let k = &c.kept[p as u32 as usize];
+                let k = &c.kept[p as usize];
                 if upstream {
                     crate::upstream::write_json(&c.tables, &mut buf, k);
                 } else {
@@ -136,32 +136,6 @@ fn write_lines_parallel(
     file.write_all_at(TAIL, end)?;
     // An earlier, longer attempt may have left bytes beyond the end.
     file.set_len(end + TAIL.len() as u64)
-}
-
-/// Sort distinct keys: both halves at once on two threads, then one merge
-/// (the export runs after the graph, when the CPUs are free).
-fn sort_two_halves(mut v: Vec<u128>) -> Vec<u128> {
-    let mid = v.len() / 2;
-    let (a, b) = v.split_at_mut(mid);
-    std::thread::scope(|s| {
-        s.spawn(|| a.sort_unstable());
-        b.sort_unstable();
-    });
-    let (a, b) = v.split_at(mid);
-    let mut out = Vec::with_capacity(v.len());
-    let (mut i, mut j) = (0, 0);
-    while i < a.len() && j < b.len() {
-        if a[i] <= b[j] {
-            out.push(a[i]);
-            i += 1;
-        } else {
-            out.push(b[j]);
-            j += 1;
-        }
-    }
-    out.extend_from_slice(&a[i..]);
-    out.extend_from_slice(&b[j..]);
-    out
 }
 
 /// The manifest's header counters.
@@ -348,41 +322,16 @@ pub(crate) fn write_manifest(
     end: &ManifestEnd<'_>,
 ) -> std::io::Result<()> {
     let upstream = cfg.layout == DumpLayout::Upstream;
-    // Sort one packed u128 per record (key bits | index) rather than the
-    // records themselves; count the header's fields in the same pass.
     let mut n = Counts::default();
-    let order: Vec<u128> = c
-        .kept
-        .iter()
-        .enumerate()
-        .map(|(i, k)| {
-            n.add(k, upstream);
-            k.sort_key(upstream) | i as u128
-        })
-        .collect();
-    let order = sort_two_halves(order);
+    for k in &c.kept {
+        n.add(k, upstream);
+    }
+    // Indices of the records, not the records themselves, are sorted.
+    let order = crate::order::record_order(&c.kept, upstream);
     // The record list is last; stream it one record per line.
     let head = match cfg.layout {
         DumpLayout::Native => native_head(cfg, c, &n, end),
         DumpLayout::Upstream => upstream_head(cfg, c, &n, end),
     };
     write_lines_parallel(file, head.as_bytes(), b"", c, &order, upstream)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn two_half_sort_sorts() {
-        for n in [0usize, 1, 2, 3, 10, 1001] {
-            let v: Vec<u128> = (0..n as u128)
-                .map(|i| (i * 7919) % 1009 + (i << 20))
-                .rev()
-                .collect();
-            let mut want = v.clone();
-            want.sort_unstable();
-            assert_eq!(sort_two_halves(v), want, "n = {n}");
-        }
-    }
 }

@@ -28,6 +28,8 @@ mod finish;
 mod kept;
 #[cfg(test)]
 mod kept_format_check;
+mod order;
+mod payload_file;
 mod producer;
 mod record;
 mod side_files;

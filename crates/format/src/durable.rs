@@ -179,6 +179,41 @@ pub fn start_writeback(file: &File, offset: u64, len: u64) {
     let _ = (file, offset, len);
 }
 
+/// Turn direct I/O (`O_DIRECT`: writes go from the caller's memory to
+/// the disk, past the page cache) on or off for `file` (Linux; elsewhere
+/// an `Unsupported` error). Direct writes need their offset, length and
+/// memory aligned to the disk's block size.
+///
+/// # Errors
+/// When the file system does not take the flag (`EINVAL`).
+pub fn set_direct_io(file: &File, on: bool) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let fd = file.as_raw_fd();
+        // SAFETY: `fd` is open for the borrow of `file`; F_GETFL and
+        // F_SETFL read and write no memory of this process.
+        let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+        if flags < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let flags = match on {
+            true => flags | libc::O_DIRECT,
+            false => flags & !libc::O_DIRECT,
+        };
+        // SAFETY: as above.
+        if unsafe { libc::fcntl(fd, libc::F_SETFL, flags) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (file, on);
+        Err(io::ErrorKind::Unsupported.into())
+    }
+}
+
 /// The temporary name of `path`: `<name>.tmp` in the same folder.
 pub fn temp_path(path: &Path) -> PathBuf {
     let mut name = path.file_name().unwrap_or_default().to_os_string();

@@ -1,0 +1,320 @@
+//! The `.bin` as the collector appends to it: direct I/O through an
+//! aligned staging buffer where the file system takes it, buffered writes
+//! with early writeback where it does not.
+//!
+//! Why direct: a buffered write costs the collector more than the copy —
+//! ext4 prepares every page (delayed allocation, buffer heads), the page
+//! cache takes a page per 4 KiB, and the writeback the fsync needs builds
+//! its bios page by page. With `O_DIRECT` the disk reads the staging
+//! buffer itself; what is left on the CPU is one copy of each arena into
+//! that buffer. Direct writes need the file offset, the length and the
+//! memory aligned ([`ALIGN`]): the staging buffer is written whole, so
+//! every write starts where the last one ended, on a boundary; the last
+//! partial block (the payload's end) is written buffered.
+//!
+//! Any direct write the file system refuses (`EINVAL`: an alignment it
+//! wants larger) or cuts short off a boundary turns direct I/O off for the
+//! rest of the file, and the bytes go out buffered instead: nothing is
+//! lost by trying.
+
+use std::{fs::File, io, os::unix::fs::FileExt};
+
+use simpler_format::durable;
+
+/// Alignment of direct writes: offset, length and memory (4 KiB covers the
+/// 512-byte and 4 KiB logical blocks of the disks this runs on).
+const ALIGN: usize = 4096;
+
+/// Payload bytes handed to the disk at once while buffered writes stream
+/// them ([`durable::start_writeback`]): the `.bin`'s fsync at the end then
+/// finds most of it written.
+const WRITEBACK_CHUNK: u64 = 8 << 20;
+
+/// One aligned block of the staging buffer.
+#[derive(Clone, Copy, bytemuck::Zeroable, bytemuck::Pod)]
+#[repr(C, align(4096))]
+struct Block([u8; ALIGN]);
+
+/// The payload file's writer (owned by the collector thread).
+pub(crate) struct PayloadFile {
+    /// Staging buffer of direct writes (empty when buffered).
+    staging: Vec<Block>,
+    /// Bytes in `staging` not yet written.
+    staged: usize,
+    /// Bytes that reached the file.
+    written: u64,
+    /// Direct I/O is on for the file.
+    direct: bool,
+    /// Bytes before this offset are already being written back (buffered).
+    writeback_from: u64,
+}
+
+impl PayloadFile {
+    /// A writer for the empty file `file`, with direct I/O through a
+    /// `staging_bytes` buffer when the file system takes it (and
+    /// `try_direct` asks for it).
+    pub fn new(file: &File, staging_bytes: usize, try_direct: bool) -> PayloadFile {
+        let blocks = staging_bytes.div_ceil(ALIGN).max(1);
+        let direct = try_direct && durable::set_direct_io(file, true).is_ok();
+        PayloadFile {
+            staging: if direct {
+                vec![Block([0; ALIGN]); blocks]
+            } else {
+                Vec::new()
+            },
+            staged: 0,
+            written: 0,
+            direct,
+            writeback_from: 0,
+        }
+    }
+
+    /// Bytes appended so far (where the next append starts in the file).
+    pub fn appended(&self) -> u64 {
+        self.written + self.staged as u64
+    }
+
+    /// Bytes that reached the file.
+    pub fn written(&self) -> u64 {
+        self.written
+    }
+
+    /// Append `data` after what was appended before.
+    ///
+    /// # Errors
+    /// The write error that stopped it; [`Self::written`] then says how
+    /// much of the payload reached the file (staged bytes did not).
+    pub fn append(&mut self, file: &File, mut data: &[u8]) -> io::Result<()> {
+        if !self.direct {
+            return self.write_buffered(file, data);
+        }
+        while !data.is_empty() {
+            let buf: &mut [u8] = bytemuck::cast_slice_mut(&mut self.staging);
+            let n = (buf.len() - self.staged).min(data.len());
+            buf[self.staged..self.staged + n].copy_from_slice(&data[..n]);
+            self.staged += n;
+            data = &data[n..];
+            if self.staged == buf.len() {
+                self.flush_staged(file)?;
+                if !self.direct {
+                    return self.write_buffered(file, data);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Write what is still staged: the aligned part directly, the last
+    /// partial block buffered (direct I/O is turned off for it). Call
+    /// once, after the last append.
+    ///
+    /// # Errors
+    /// As [`Self::append`].
+    pub fn finish(&mut self, file: &File) -> io::Result<()> {
+        if !self.direct {
+            return Ok(());
+        }
+        let whole = self.staged / ALIGN * ALIGN;
+        let tail = self.staged - whole;
+        let mut rest = [0u8; ALIGN];
+        let buf: &[u8] = bytemuck::cast_slice(&self.staging);
+        rest[..tail].copy_from_slice(&buf[whole..self.staged]);
+        self.staged = whole;
+        self.flush_staged(file)?;
+        if self.direct {
+            self.direct = false;
+            durable::set_direct_io(file, false)?;
+        }
+        self.write_buffered(file, &rest[..tail])
+    }
+
+    /// Write the staged bytes (`staged` is a multiple of [`ALIGN`], or
+    /// direct I/O is given up on here) at the end of the file.
+    fn flush_staged(&mut self, file: &File) -> io::Result<()> {
+        let mut done = 0;
+        while done < self.staged {
+            let buf: &[u8] = bytemuck::cast_slice(&self.staging);
+            match file.write_at(&buf[done..self.staged], self.written) {
+                Ok(n) if n > 0 && n % ALIGN == 0 => {
+                    done += n;
+                    self.written += n as u64;
+                }
+                Ok(0) => return Err(self.lose_staged(io::ErrorKind::WriteZero.into())),
+                Ok(n) => {
+                    // Short, off a boundary: the rest goes buffered.
+                    done += n;
+                    self.written += n as u64;
+                    return self.give_up_direct(file, done);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                    return self.give_up_direct(file, done);
+                }
+                Err(e) => return Err(self.lose_staged(e)),
+            }
+        }
+        self.staged = 0;
+        Ok(())
+    }
+
+    /// Turn direct I/O off and write the staged bytes from `from` buffered.
+    fn give_up_direct(&mut self, file: &File, from: usize) -> io::Result<()> {
+        self.direct = false;
+        // Should clearing the flag fail, buffered-sized writes still work
+        // on a file system that refused direct I/O only for its alignment.
+        let _ = durable::set_direct_io(file, false);
+        let staging = std::mem::take(&mut self.staging);
+        let buf: &[u8] = bytemuck::cast_slice(&staging);
+        let rest = &buf[from..self.staged];
+        self.staged = 0;
+        self.write_buffered(file, rest)
+    }
+
+    /// The staged bytes did not reach the file.
+    fn lose_staged(&mut self, e: io::Error) -> io::Error {
+        self.staged = 0;
+        e
+    }
+
+    /// Write `data` at the end of the file through the page cache, and
+    /// start the writeback of every [`WRITEBACK_CHUNK`].
+    fn write_buffered(&mut self, file: &File, data: &[u8]) -> io::Result<()> {
+        let mut done = 0;
+        while done < data.len() {
+            match file.write_at(&data[done..], self.written) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => {
+                    done += n;
+                    self.written += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if self.written - self.writeback_from >= WRITEBACK_CHUNK {
+            let len = self.written - self.writeback_from;
+            durable::start_writeback(file, self.writeback_from, len);
+            self.writeback_from = self.written;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Append `chunks` through a writer with `staging` bytes, then read the file.
+    fn written(
+        dir: &std::path::Path,
+        staging: usize,
+        direct: bool,
+        chunks: &[Vec<u8>],
+    ) -> (Vec<u8>, bool) {
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = dir.join(format!("bin-{n}"));
+        let file = File::options()
+            .create_new(true)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        let mut p = PayloadFile::new(&file, staging, direct);
+        let was_direct = p.direct;
+        let mut appended = 0;
+        for c in chunks {
+            assert_eq!(p.appended(), appended);
+            p.append(&file, c).unwrap();
+            appended += c.len() as u64;
+        }
+        p.finish(&file).unwrap();
+        assert_eq!(p.written(), appended);
+        (std::fs::read(&path).unwrap(), was_direct)
+    }
+
+    /// Chunks of every awkward size: empty, one byte, one short of a
+    /// block, a block, longer than the staging buffer.
+    fn chunks(staging: usize) -> Vec<Vec<u8>> {
+        let sizes = [
+            0,
+            1,
+            ALIGN - 1,
+            ALIGN,
+            ALIGN + 1,
+            staging - 3,
+            staging,
+            2 * staging + 7,
+            5,
+            0,
+            3000,
+        ];
+        sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| (0..n).map(|j| (i * 31 + j * 7) as u8).collect())
+            .collect()
+    }
+
+    #[test]
+    fn direct_and_buffered_files_hold_exactly_what_was_appended() {
+        let dir = tempfile::tempdir().unwrap();
+        let probe = File::create(dir.path().join("probe")).unwrap();
+        let fs_takes_direct = durable::set_direct_io(&probe, true).is_ok();
+        for staging in [ALIGN, 3 * ALIGN, 1 << 20] {
+            let chunks = chunks(staging);
+            let want: Vec<u8> = chunks.concat();
+            for try_direct in [true, false] {
+                let (got, direct) = written(dir.path(), staging, try_direct, &chunks);
+                assert_eq!(
+                    direct,
+                    try_direct && fs_takes_direct,
+                    "direct I/O where the file system takes it"
+                );
+                assert_eq!(got.len(), want.len(), "staging {staging}, direct {direct}");
+                assert!(
+                    got == want,
+                    "staging {staging}, direct {direct}: bytes differ"
+                );
+            }
+        }
+    }
+
+    /// The staging buffer is reused: bytes of an earlier, longer fill must
+    /// never reach the file after a shorter one.
+    #[test]
+    fn a_reused_staging_buffer_never_leaks_an_earlier_fill() {
+        let dir = tempfile::tempdir().unwrap();
+        let staging = 2 * ALIGN;
+        let old = vec![0xaa; staging + 5000];
+        for short in [3usize, ALIGN + 3, 0] {
+            let chunks = vec![old.clone(), vec![0xbb; short]];
+            let (got, _) = written(dir.path(), staging, true, &chunks);
+            assert_eq!(
+                got,
+                chunks.concat(),
+                "a {short}-byte fill after a {}-byte one",
+                old.len()
+            );
+        }
+    }
+
+    /// A file whose direct writes fail with an error other than EINVAL:
+    /// the error comes back, and only what reached the file is counted.
+    #[test]
+    fn a_failed_write_reports_what_reached_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ro");
+        File::create(&path).unwrap();
+        // Open read-only: every write fails with EBADF.
+        let file = File::open(&path).unwrap();
+        for try_direct in [true, false] {
+            let mut p = PayloadFile::new(&file, ALIGN, try_direct);
+            let small = p.append(&file, &[1; 100]);
+            let big = small.and_then(|()| p.append(&file, &[2; 3 * ALIGN]));
+            let e = big.and_then(|()| p.finish(&file)).unwrap_err();
+            assert_eq!(e.raw_os_error(), Some(libc::EBADF), "{e}");
+            assert_eq!(p.written(), 0);
+        }
+    }
+}
