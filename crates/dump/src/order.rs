@@ -49,10 +49,17 @@ pub(crate) fn record_order(kept: &[Kept], upstream: bool) -> Vec<u32> {
         out[next[b]] = i as u32;
         next[b] += 1;
     }
+    // Each key computed once: a task's keys are sorted in a scratch list.
+    let mut keys = Vec::new();
     for w in start.windows(2) {
         let task = &mut out[w[0]..w[1]];
         if task.len() > 1 {
-            task.sort_unstable_by_key(|&i| key(i));
+            keys.clear();
+            keys.extend(task.iter().map(|&i| key(i)));
+            keys.sort_unstable();
+            for (slot, k) in task.iter_mut().zip(&keys) {
+                *slot = *k as u32;
+            }
         }
     }
     out
