@@ -6,9 +6,9 @@
 //! so the common case gets a linear pass: a run's task ids are mostly one
 //! dense range (a ring's local ids count up from 0), and each task has a
 //! handful of records. Records are bucketed by task id (a counting pass and
-//! a scatter of 4-byte indices), then each task's few are sorted by key. Ids spread wider than
-//! [`DENSE`] × the records (tasks in several rings, whose ids are
-//! `ring << 32 | local`) take a comparison sort instead.
+//! a scatter of 4-byte indices), then each task's few are sorted by key.
+//! Ids spread wider than [`DENSE`] × the records (tasks in several rings,
+//! whose ids are `ring << 32 | local`) take a comparison sort instead.
 
 use crate::kept::Kept;
 
