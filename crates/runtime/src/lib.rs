@@ -52,6 +52,7 @@ mod kernels;
 mod orchestrator;
 mod payload;
 mod racecheck;
+mod ready;
 mod runtime;
 mod scheduler;
 mod snapshot;

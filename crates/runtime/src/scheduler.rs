@@ -43,7 +43,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use crossbeam::{queue::SegQueue, sync::Unparker, utils::CachePadded};
+use crossbeam::{sync::Unparker, utils::CachePadded};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use simpler_chip::{ArchProfile, Gm, GmArea, Reserved};
 use simpler_core::{
@@ -103,7 +103,7 @@ pub(crate) mod state {
 /// State shared by the orchestrator and the workers.
 pub(crate) struct Shared {
     pub gm: Arc<Gm>,
-    pub ready: [SegQueue<ReadyItem>; 3],
+    pub ready: crate::ready::ReadyQueues,
     /// Where idle workers sleep.
     pub idle: Idle,
     /// The chip's logical cores.
@@ -170,7 +170,7 @@ impl Shared {
         let epoch = clock.epoch();
         Shared {
             gm: gm.clone(),
-            ready: Default::default(),
+            ready: crate::ready::ReadyQueues::new(spec.swimlane.is_some_and(|c| c.level >= 3)),
             idle: Idle::default(),
             logical: Cores::new(
                 core_states(&gm, spec.arch, spec.clusters, payload.base()),
@@ -268,18 +268,18 @@ impl Shared {
 
     pub fn push_block(&self, task: Arc<Task>, block: u32) {
         let si = shape_index(task.shape());
-        self.ready[si].push(ReadyItem { task, block });
+        self.ready.push(si, ReadyItem { task, block });
         self.idle.notify_one();
     }
 
     /// Ready queue lengths `[aic, aiv, mix]`.
     pub fn queue_lengths(&self) -> [u64; 3] {
-        [0, 1, 2].map(|i| self.ready[i].len() as u64)
+        self.ready.lengths()
     }
 
     /// True when a ready block could be placed on an idle core now.
     pub fn has_work(&self) -> bool {
-        !self.aborted() && (0..3).any(|i| self.logical.has_free(i) && !self.ready[i].is_empty())
+        !self.aborted() && (0..3).any(|i| self.logical.has_free(i) && !self.ready.is_empty(i))
     }
 
     fn notify_orchestrator(&self) {

@@ -168,18 +168,18 @@ impl Worker {
         if s.aborted() {
             return None;
         }
-        if s.logical.has_free(CLUSTER) && !s.ready[CLUSTER].is_empty() {
+        if s.logical.has_free(CLUSTER) && !s.ready.is_empty(CLUSTER) {
             if let Some(cl) = s.logical.take_cluster() {
-                match s.ready[CLUSTER].pop() {
+                match s.ready.pop(CLUSTER) {
                     Some(item) => return Some(Job::Mix(item, cl)),
                     None => s.logical.put(cl),
                 }
             }
         }
         for what in [AIC, AIV] {
-            if s.logical.has_free(what) && !s.ready[what].is_empty() {
+            if s.logical.has_free(what) && !s.ready.is_empty(what) {
                 if let Some(core) = s.logical.take(what) {
-                    match s.ready[what].pop() {
+                    match s.ready.pop(what) {
                         Some(item) => return Some(Job::One(item, core)),
                         None => s.logical.put([core]),
                     }
