@@ -333,3 +333,75 @@ fn a_recorded_run_that_reuses_freed_addresses_has_no_false_edges() {
         .step_by(3)
         .all(|a| has(a, a + 1) && has(a + 1, a + 2)));
 }
+
+/// Fails whatever it is given (slots: 0 in, 1 out).
+fn fails(_core: &mut Core, _args: &Args) -> KResult<()> {
+    Err(simpler_core::KernelError::msg("this kernel always fails"))
+}
+
+/// A run that fails midway still records every task it submitted — the
+/// ones that never ran too — each with the arguments as submitted.
+#[test]
+fn a_failed_run_records_every_submitted_task_with_its_arguments() {
+    use simpler_core::{ArgRole, ChipTensor};
+    for level in [1, 4] {
+        let rt = Runtime::new(
+            RuntimeConfig {
+                clusters: 2,
+                gm_bytes: 1 << 22,
+                swimlane: Some(SwimlaneConfig { level, cost: None }),
+                ..Default::default()
+            },
+            vec![
+                KernelDef::new(0, "add_scalar", CoreType::Aiv, add_scalar),
+                KernelDef::new(1, "bump", CoreType::Aiv, bump),
+                KernelDef::new(2, "fails", CoreType::Aiv, fails),
+            ],
+        )
+        .unwrap();
+        let a = rt
+            .upload_pod(&[0.5f32; 32], &SHAPE, DType::Float32)
+            .unwrap();
+        let info = TensorInfo::new(&SHAPE, DType::Float32);
+        let mut want: Vec<(TaskId, Vec<(ArgRole, ChipTensor)>)> = Vec::new();
+        let r = rt.run(&OrchArgs::new().tensor(a), |o, args| {
+            let a = args.tensor_at(0)?;
+            let t1 = o.submit(
+                Kernels::Aiv(0),
+                TaskArgs::new()
+                    .input(&a)
+                    .output(info.clone())
+                    .scalar_f32(1.0),
+            )?;
+            let x = t1.outputs[0].clone();
+            want.push((
+                t1.task_id,
+                vec![(ArgRole::Input, *a.desc()), (ArgRole::Output, *x.desc())],
+            ));
+            let t2 = o.submit(
+                Kernels::Aiv(2),
+                TaskArgs::new().input(&x).output(info.clone()),
+            )?;
+            let y = t2.outputs[0].clone();
+            want.push((
+                t2.task_id,
+                vec![(ArgRole::Input, *x.desc()), (ArgRole::Output, *y.desc())],
+            ));
+            // Waits for the failed task: never runs.
+            let t3 = o.submit(Kernels::Aiv(1), TaskArgs::new().inout(&y).scalar_f32(2.0))?;
+            want.push((t3.task_id, vec![(ArgRole::InOut, *y.desc())]));
+            Ok(())
+        });
+        assert!(r.is_err(), "level {level}: the run should fail");
+        let log = rt
+            .take_swimlane()
+            .expect("a failed run keeps its recording");
+        let got: Vec<_> = log
+            .tasks
+            .iter()
+            .map(|t| (t.task_id, t.args.clone()))
+            .collect();
+        assert!(!want.is_empty(), "level {level}: nothing was submitted");
+        assert_eq!(got, want, "level {level}");
+    }
+}
