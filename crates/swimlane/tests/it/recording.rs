@@ -373,7 +373,7 @@ fn a_failed_run_records_every_submitted_task_with_its_arguments() {
                     .output(info.clone())
                     .scalar_f32(1.0),
             )?;
-            let x = t1.outputs[0].clone();
+            let x = t1.outputs[0];
             want.push((
                 t1.task_id,
                 vec![(ArgRole::Input, *a.desc()), (ArgRole::Output, *x.desc())],
@@ -382,7 +382,7 @@ fn a_failed_run_records_every_submitted_task_with_its_arguments() {
                 Kernels::Aiv(2),
                 TaskArgs::new().input(&x).output(info.clone()),
             )?;
-            let y = t2.outputs[0].clone();
+            let y = t2.outputs[0];
             want.push((
                 t2.task_id,
                 vec![(ArgRole::Input, *x.desc()), (ArgRole::Output, *y.desc())],
