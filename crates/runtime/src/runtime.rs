@@ -265,7 +265,10 @@ impl Runtime {
         let peak_live = o.peak_live_tasks();
         let live = o.live_tasks();
         let edges = o.edges();
-        let orch_rec = o.take_recording();
+        let orch_rec = o.take_recording().map(|mut r| {
+            r.live(&live);
+            r
+        });
         drop(o);
         chip.stop_workers(hang);
         *self.last_swimlane.lock() = orch_rec.map(|r| self.swimlane_recorded(r, &chip));

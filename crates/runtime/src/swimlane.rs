@@ -238,8 +238,12 @@ pub(crate) struct Recorded {
 
 impl Recorded {
     /// Merge the threads' buffers and rebuild the graph.
-    pub fn into_log(self) -> SwimlaneLog {
-        let (tasks, edges, mut submits) = self.orch.finish();
+    pub fn into_log(mut self) -> SwimlaneLog {
+        let mut args = orch_log::TaskArgs::default();
+        for w in &mut self.workers {
+            args.extend(w.take_args().into_tasks());
+        }
+        let (tasks, edges, mut submits) = self.orch.finish(args);
         for s in &mut submits {
             s.start = self.scale.ns(s.start);
             s.end = self.scale.ns(s.end);

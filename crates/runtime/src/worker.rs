@@ -311,6 +311,11 @@ impl Worker {
     /// runs, record block 0's inputs, then queue the next block (another
     /// worker may run it meanwhile).
     fn first_member(&mut self, item: &ReadyItem) {
+        if self.level > 0 && item.block == 0 {
+            // Before any block of it runs: a stop may abandon it.
+            let t = &item.task;
+            self.shared.logs[self.me].lock().task_args(t.id, &t.tensors);
+        }
         self.before_first_block(item);
         item.task.mark_sent(item.block);
         if item.block + 1 < item.task.block_num {

@@ -51,8 +51,10 @@ struct Arg {
 /// Buffers remembered by address (direct-mapped).
 const RECENT: usize = 256;
 
-/// Every argument recorded so far, in order.
+/// Every argument recorded so far, in order, by task.
 pub(crate) struct ArgLog {
+    /// Each task logged and how many of `args` are its.
+    tasks: Chunks<(TaskId, u32)>,
     args: Chunks<Arg>,
     buffers: Chunks<Buffer>,
     layouts: Vec<Layout>,
@@ -66,6 +68,7 @@ pub(crate) struct ArgLog {
 impl Default for ArgLog {
     fn default() -> Self {
         ArgLog {
+            tasks: Chunks::default(),
             args: Chunks::default(),
             buffers: Chunks::default(),
             layouts: Vec::new(),
@@ -153,8 +156,10 @@ fn join(b: &Buffer, l: &Layout, start_offset: u64) -> (ArgRole, ChipTensor) {
 }
 
 impl ArgLog {
-    /// Log a task's arguments, in slot order.
-    pub fn push_all(&mut self, tensors: &[TaskTensor]) {
+    /// Log task `id`'s arguments, in slot order.
+    pub fn push_task(&mut self, id: TaskId, tensors: &[TaskTensor]) {
+        // A task holds at most 32 tensors (checked at submit).
+        self.tasks.push((id, tensors.len() as u32));
         for (slot, t) in tensors.iter().enumerate() {
             let arg = Arg {
                 start_offset: t.desc.start_offset,
@@ -195,20 +200,17 @@ impl ArgLog {
         i
     }
 
-    /// Arguments logged so far.
-    #[cfg(test)]
-    pub fn len(&self) -> usize {
-        self.args.len()
-    }
-
-    /// Every argument as it was given, in order.
-    pub fn into_decoded(self) -> impl Iterator<Item = (ArgRole, ChipTensor)> {
+    /// Every task logged, with its arguments as they were given.
+    pub fn into_tasks(self) -> impl Iterator<Item = (TaskId, Vec<(ArgRole, ChipTensor)>)> {
         let (buffers, layouts) = (self.buffers, self.layouts);
-        self.args.into_iter().map(move |a| {
+        let mut args = self.args.into_iter().map(move |a| {
             // Ids were handed out as entries were pushed: always present.
             let b = buffers.get(a.buffer as usize).expect("a logged buffer");
             join(b, &layouts[a.layout as usize], a.start_offset)
-        })
+        });
+        self.tasks
+            .into_iter()
+            .map(move |(id, n)| (id, args.by_ref().take(n as usize).collect()))
     }
 }
 
@@ -262,13 +264,12 @@ mod tests {
         ) {
             let mut log = ArgLog::default();
             let mut want = Vec::new();
-            for args in &tasks {
+            for (i, args) in tasks.iter().enumerate() {
                 let ts: Vec<TaskTensor> = args.iter().map(|&(s, r)| tensor(s, r)).collect();
-                log.push_all(&ts);
-                want.extend(ts.iter().map(|t| (t.role, t.desc)));
+                log.push_task(TaskId(i as u64), &ts);
+                want.push((TaskId(i as u64), ts.iter().map(|t| (t.role, t.desc)).collect::<Vec<_>>()));
             }
-            prop_assert_eq!(log.len(), want.len());
-            let got: Vec<_> = log.into_decoded().collect();
+            let got: Vec<_> = log.into_tasks().collect();
             prop_assert_eq!(got, want);
         }
     }

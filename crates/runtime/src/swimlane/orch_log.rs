@@ -1,20 +1,28 @@
 //! The orchestrator's recording: the submit sequence and, at level 4,
 //! each submit's span.
 //!
-//! It is written on the thread that bounds a flood of small tasks, so it
-//! keeps what a submit costs to record small: about 40 bytes of head and
-//! 16 per argument (`arg_log`), in chunks never moved (`chunks`), and
-//! rebuilds the graph from them after the run.
+//! It is written on the thread that bounds a flood of small tasks, so a
+//! submit costs it a 40-byte head in chunks never moved (`chunks`). The
+//! tasks' arguments are logged by the worker that takes a task's first
+//! block (it has time to spare where the orchestrator has none), and at
+//! the end of the run from the tasks still live (never dispatched, or
+//! stopped); the graph is rebuilt from both after the run.
 
-use simpler_core::TaskId;
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
+use simpler_core::{ArgRole, ChipTensor, TaskId};
 
 use super::{
     arg_log::ArgLog, chunks::Chunks, edges::EdgeFinder, EdgeRecord, SubmitRecord, TaskRecord,
 };
 use crate::{clock::Clock, task::Task};
 
-/// A submitted task as recorded; its arguments and `after`s are the next
-/// ones in the recorder's logs.
+/// Each task's arguments, from wherever they were logged.
+pub(crate) type TaskArgs = FxHashMap<TaskId, Vec<(ArgRole, ChipTensor)>>;
+
+/// A submitted task as recorded; its `after`s are the next ones in the
+/// recorder's log.
 struct TaskHead {
     id: TaskId,
     scope: u32,
@@ -22,7 +30,6 @@ struct TaskHead {
     /// Func ids of `[aic, aiv0, aiv1]`, valid where `has_kernel` says.
     kernel_ids: [u32; 3],
     has_kernel: [bool; 3],
-    args: u32,
     after: u32,
 }
 
@@ -37,7 +44,8 @@ pub(crate) struct OrchRecorder {
     level: u8,
     clock: Clock,
     heads: Chunks<TaskHead>,
-    args: ArgLog,
+    /// The arguments of the tasks live at the end of the run.
+    live_args: ArgLog,
     after: Chunks<TaskId>,
     /// Buffers freed, each with the number of tasks submitted before.
     forgets: Chunks<(u64, u64)>,
@@ -50,7 +58,7 @@ impl OrchRecorder {
             level,
             clock,
             heads: Chunks::default(),
-            args: ArgLog::default(),
+            live_args: ArgLog::default(),
             after: Chunks::default(),
             forgets: Chunks::default(),
             spans: Chunks::default(),
@@ -81,7 +89,6 @@ impl OrchRecorder {
             let k = m.subtask.id() as usize;
             (kernel_ids[k], has_kernel[k]) = (m.func_id, true);
         }
-        self.args.push_all(&task.tensors);
         for &a in after {
             self.after.push(a);
         }
@@ -91,8 +98,6 @@ impl OrchRecorder {
             block_num: task.block_num,
             kernel_ids,
             has_kernel,
-            // A task holds at most 32 tensors (checked at submit).
-            args: task.tensors.len() as u32,
             after: u32::try_from(after.len()).unwrap_or(u32::MAX),
         });
     }
@@ -102,11 +107,30 @@ impl OrchRecorder {
         self.forgets.push((self.heads.len() as u64, addr));
     }
 
+    /// The run is over: log the arguments of the tasks still live (some
+    /// never reached a worker; a worker may also have logged some).
+    pub fn live(&mut self, live: &[Arc<Task>]) {
+        for t in live {
+            self.live_args.push_task(t.id, &t.tensors);
+        }
+    }
+
+    /// Add the arguments logged at the end of the run to `args` (where a
+    /// worker logged a task too, the two are the same).
+    fn merge_live(&mut self, args: &mut TaskArgs) {
+        for (id, a) in std::mem::take(&mut self.live_args).into_tasks() {
+            args.entry(id).or_insert(a);
+        }
+    }
+
     /// Tasks, edges (rebuilt now, in submission order) and submits (times
-    /// as stamped).
-    pub fn finish(self) -> (Vec<TaskRecord>, Vec<EdgeRecord>, Vec<SubmitRecord>) {
+    /// as stamped); `args`: what the workers logged.
+    pub fn finish(
+        mut self,
+        mut args: TaskArgs,
+    ) -> (Vec<TaskRecord>, Vec<EdgeRecord>, Vec<SubmitRecord>) {
+        self.merge_live(&mut args);
         let mut edges = EdgeFinder::new();
-        let mut args = self.args.into_decoded();
         let mut after = self.after.into_iter();
         let mut forgets = self.forgets.into_iter().peekable();
         let mut tasks = Vec::with_capacity(self.heads.len());
@@ -114,7 +138,11 @@ impl OrchRecorder {
             while let Some((_, addr)) = forgets.next_if(|f| f.0 <= i as u64) {
                 edges.forget(addr);
             }
-            let a: Vec<_> = args.by_ref().take(h.args as usize).collect();
+            // Every task submitted was either taken by a worker (which
+            // logged it before its first block ran) or is live at the end.
+            let a = args.remove(&h.id);
+            debug_assert!(a.is_some(), "task {:?}: no arguments logged", h.id);
+            let a = a.unwrap_or_default();
             let after: Vec<_> = after.by_ref().take(h.after as usize).collect();
             edges.task(h.id, &a, &after);
             let kernel_ids = [0, 1, 2].map(|k| h.has_kernel[k].then_some(h.kernel_ids[k]));

@@ -13,7 +13,9 @@
 
 use simpler_core::{topology::Subtask, TaskId};
 
-use super::{chunks::Chunks, DispatchCost, DispatchRecord, PhaseKind, SchedPhaseRecord};
+use super::{
+    arg_log::ArgLog, chunks::Chunks, DispatchCost, DispatchRecord, PhaseKind, SchedPhaseRecord,
+};
 
 /// A [`DispatchRecord`] as logged (`receive` is `start`: cores queue
 /// nothing). The worker builds it as the dispatch runs: the public record
@@ -88,6 +90,8 @@ pub(crate) struct WorkerLog {
     /// `(index in dispatches, cost)`, with `--predict` only.
     costs: Chunks<(usize, DispatchCost)>,
     phases: Chunks<Phase>,
+    /// The arguments of the tasks whose first block this worker took.
+    args: ArgLog,
 }
 
 /// A queue length as logged (a queue of more than 4 G items cannot exist:
@@ -108,6 +112,17 @@ impl WorkerLog {
     /// Log a phase.
     pub fn phase(&mut self, p: Phase) {
         self.phases.push(p);
+    }
+
+    /// Log the arguments of task `id`, whose first block this worker
+    /// took (before it runs).
+    pub fn task_args(&mut self, id: TaskId, tensors: &[simpler_core::TaskTensor]) {
+        self.args.push_task(id, tensors);
+    }
+
+    /// The arguments logged, taken out of the log.
+    pub fn take_args(&mut self) -> ArgLog {
+        std::mem::take(&mut self.args)
     }
 
     /// The public records, each time through `ns` (stamps → nanoseconds):
