@@ -171,6 +171,11 @@ fn recording_cost(
         ),
         (key("plain_s"), m.best_plain, "s (best)"),
         (key("level4_s"), m.best_recorded, "s (best)"),
+        (
+            key("best_ratio"),
+            m.best_recorded / m.best_plain,
+            "x (best / best: what noise on this machine only slows)",
+        ),
     ]);
     Ok(m.ratio)
 }

@@ -151,3 +151,38 @@ fn submit_instructions_counts_under_callgrind() {
     assert!(submit > 1000.0 && orch > submit, "{v}");
     assert!(num(&v, "edges_per_task") <= 1.25, "{v}");
 }
+
+/// `bench swimlane` on a small flood: every figure is there and finite,
+/// the best ratio is the two best times' quotient, and the worst-median
+/// headline is the larger of the two graphs' medians.
+#[test]
+fn bench_swimlane_reports_consistent_ratios() {
+    let v = json(&simpler(&[
+        "bench", "swimlane", "--json", "--reps", "1", "--tasks", "2000",
+    ]));
+    assert_eq!(v["bench"], "swimlane");
+    assert_eq!(v["config"]["tasks"], 2000);
+    for g in ["flood", "case_large"] {
+        for k in [
+            "wall_ratio",
+            "cpu_ratio",
+            "null_ratio",
+            "plain_s",
+            "level4_s",
+        ] {
+            let x = num(&v, &format!("{g}_{k}"));
+            assert!(x.is_finite() && x > 0.0, "{g}_{k} in {v}");
+        }
+        let best = num(&v, &format!("{g}_level4_s")) / num(&v, &format!("{g}_plain_s"));
+        // Within an ulp or two: serde_json's default float parsing is not
+        // always the nearest double.
+        let got = num(&v, &format!("{g}_best_ratio"));
+        assert!(
+            (got - best).abs() <= 1e-12 * best,
+            "{g}: {got} != {best} in {v}"
+        );
+    }
+    let worst = num(&v, "flood_wall_ratio").max(num(&v, "case_large_wall_ratio"));
+    assert_eq!(num(&v, "wall_ratio"), worst, "{v}");
+    assert!(num(&v, "case_large_predict_ratio") > 1.0, "{v}");
+}
