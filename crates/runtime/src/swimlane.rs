@@ -243,34 +243,54 @@ impl Recorded {
         for w in &mut self.workers {
             args.extend(w.take_args().into_tasks());
         }
-        let (tasks, edges, mut submits) = self.orch.finish(args);
+        let (scale, scheds, workers) = (self.scale, self.sched_threads, self.workers);
+        // The graph's rebuild and the workers' records are independent:
+        // one thread each (CaseLarge: about half the time each).
+        let (graph, (dispatches, sched_phases)) = std::thread::scope(|s| {
+            let records = s.spawn(move || worker_records(workers, scale, scheds));
+            let graph = self.orch.finish(args);
+            (graph, records.join().expect("the records thread panicked"))
+        });
+        let (tasks, edges, mut submits) = graph;
         for s in &mut submits {
-            s.start = self.scale.ns(s.start);
-            s.end = self.scale.ns(s.end);
+            s.start = scale.ns(s.start);
+            s.end = scale.ns(s.end);
         }
         let mut log = SwimlaneLog {
             level: self.level,
             clusters: self.clusters,
             sched_threads: self.sched_threads,
+            dispatches,
+            sched_phases,
+            submits,
             tasks,
             edges,
-            submits,
             func_names: self.func_names,
-            ..Default::default()
         };
-        log.sched_phases = vec![Vec::new(); self.sched_threads as usize];
-        for w in self.workers {
-            let (dispatches, phases) = w.into_records(|t| self.scale.ns(t));
-            log.dispatches.extend(dispatches);
-            for (s, p) in phases {
-                log.sched_phases[s as usize].push(p);
-            }
-        }
-        for phases in &mut log.sched_phases {
-            phases.sort_by_key(|p| (p.start, p.end));
-        }
-        log.dispatches.sort_by_key(|d| (d.core_id, d.reg));
         log.func_names.sort_unstable();
         log
     }
+}
+
+/// The workers' dispatches (sorted by core, then per-core count) and each
+/// scheduler's phases (sorted by time), as public records.
+fn worker_records(
+    workers: Vec<WorkerLog>,
+    scale: Scale,
+    scheds: u32,
+) -> (Vec<DispatchRecord>, Vec<Vec<SchedPhaseRecord>>) {
+    let mut dispatches = Vec::new();
+    let mut phases = vec![Vec::new(); scheds as usize];
+    for w in workers {
+        let (d, p) = w.into_records(|t| scale.ns(t));
+        dispatches.extend(d);
+        for (s, p) in p {
+            phases[s as usize].push(p);
+        }
+    }
+    for p in &mut phases {
+        p.sort_by_key(|p| (p.start, p.end));
+    }
+    dispatches.sort_by_key(|d| (d.core_id, d.reg));
+    (dispatches, phases)
 }
