@@ -374,25 +374,38 @@ fn push_list(out: &mut Vec<u8>, v: &[u32]) {
     out.push(b']');
 }
 
+/// A kept record of a 16-byte f32 tensor (tests of the record order).
+#[cfg(test)]
+pub(crate) fn kept_for_test(
+    task_id: simpler_core::TaskId,
+    stage: crate::record::Stage,
+    arg: u32,
+    role: simpler_core::ArgRole,
+) -> Kept {
+    use crate::record::{Subject, TensorRecord};
+    use simpler_core::{ChipTensor, DType};
+    let r = TensorRecord {
+        task_id,
+        func_ids: [0; 3],
+        n_funcs: 1,
+        stage,
+        role,
+        arg_index: arg,
+        subject: Subject::Tensor(ChipTensor::contiguous(0x1000, &[4], DType::Float32)),
+        arena_offset: 0,
+        payload_len: 16,
+        truncated: false,
+    };
+    Tables::default().keep(&r, 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use simpler_core::{ChipTensor, TaskId};
+    use simpler_core::TaskId;
 
     fn kept(task: u32, stage: Stage, arg: u32, role: ArgRole) -> Kept {
-        let r = TensorRecord {
-            task_id: TaskId::new(1, task),
-            func_ids: [0; 3],
-            n_funcs: 1,
-            stage,
-            role,
-            arg_index: arg,
-            subject: Subject::Tensor(ChipTensor::contiguous(0x1000, &[4], DType::Float32)),
-            arena_offset: 0,
-            payload_len: 16,
-            truncated: false,
-        };
-        Tables::default().keep(&r, 0)
+        super::kept_for_test(TaskId::new(1, task), stage, arg, role)
     }
 
     /// Within a task: every stage in order (a hang snapshot after the

@@ -94,12 +94,9 @@ pub(crate) fn sort_two_halves(mut v: Vec<u128>) -> Vec<u128> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{
-        kept::Tables,
-        record::{Stage, Subject, TensorRecord},
-    };
+    use crate::record::Stage;
     use proptest::prelude::*;
-    use simpler_core::{ArgRole, ChipTensor, DType, TaskId};
+    use simpler_core::{ArgRole, TaskId};
 
     #[test]
     fn two_half_sort_sorts() {
@@ -115,19 +112,7 @@ mod tests {
     }
 
     fn kept(task: u64, stage: Stage, arg: u32, role: ArgRole) -> Kept {
-        let r = TensorRecord {
-            task_id: TaskId(task),
-            func_ids: [0; 3],
-            n_funcs: 1,
-            stage,
-            role,
-            arg_index: arg,
-            subject: Subject::Tensor(ChipTensor::contiguous(0x1000, &[4], DType::Float32)),
-            arena_offset: 0,
-            payload_len: 16,
-            truncated: false,
-        };
-        Tables::default().keep(&r, 0)
+        crate::kept::kept_for_test(TaskId(task), stage, arg, role)
     }
 
     /// What the order must be: every record's full key, sorted.

@@ -272,11 +272,6 @@ impl Shared {
         self.idle.notify_one();
     }
 
-    /// Ready queue lengths `[aic, aiv, mix]`.
-    pub fn queue_lengths(&self) -> [u64; 3] {
-        self.ready.lengths()
-    }
-
     /// True when a ready block could be placed on an idle core now.
     pub fn has_work(&self) -> bool {
         !self.aborted() && (0..3).any(|i| self.logical.has_free(i) && !self.ready.is_empty(i))

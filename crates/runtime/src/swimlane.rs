@@ -12,7 +12,9 @@
 //!   phases of that scheduler that overlap in time (the swimlane puts
 //!   them on two lanes of its track), which is what happened;
 //! - the orchestrator keeps the submit sequence (each task, and each
-//!   buffer freed) and at level 4 each submit's span ([`SubmitRecord`]).
+//!   buffer freed) and at level 4 each submit's span ([`SubmitRecord`]);
+//!   a task's arguments are logged by the worker that takes its first
+//!   block, and at the end of the run from the tasks still live.
 //!
 //! All times come from one clock (`crate::clock`: the time-stamp counter
 //! where the OS trusts it, else `Instant`), stamped cheaply during the
@@ -239,15 +241,13 @@ pub(crate) struct Recorded {
 impl Recorded {
     /// Merge the threads' buffers and rebuild the graph.
     pub fn into_log(mut self) -> SwimlaneLog {
-        let mut args = orch_log::TaskArgs::default();
-        for w in &mut self.workers {
-            args.extend(w.take_args().into_tasks());
-        }
+        let arg_logs: Vec<_> = self.workers.iter_mut().map(WorkerLog::take_args).collect();
         let (scale, scheds, workers) = (self.scale, self.sched_threads, self.workers);
         // The graph's rebuild and the workers' records are independent:
         // one thread each (CaseLarge: about half the time each).
         let (graph, (dispatches, sched_phases)) = std::thread::scope(|s| {
             let records = s.spawn(move || worker_records(workers, scale, scheds));
+            let args = arg_logs.into_iter().flat_map(|l| l.into_tasks()).collect();
             let graph = self.orch.finish(args);
             (graph, records.join().expect("the records thread panicked"))
         });
@@ -256,7 +256,8 @@ impl Recorded {
             s.start = scale.ns(s.start);
             s.end = scale.ns(s.end);
         }
-        let mut log = SwimlaneLog {
+        self.func_names.sort_unstable();
+        SwimlaneLog {
             level: self.level,
             clusters: self.clusters,
             sched_threads: self.sched_threads,
@@ -266,9 +267,7 @@ impl Recorded {
             tasks,
             edges,
             func_names: self.func_names,
-        };
-        log.func_names.sort_unstable();
-        log
+        }
     }
 }
 

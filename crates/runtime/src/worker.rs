@@ -245,7 +245,7 @@ impl Worker {
                 self.first_member(item);
             }
             let prep = self.prepare(item, member, core, id);
-            let queues = phase.as_ref().map(|_| shared.queue_lengths());
+            let queues = phase.as_ref().map(|_| shared.ready.lengths());
             let r = match prep {
                 Err(e) => Ran::failed(e),
                 Ok(()) => match self.run_kernel(item, member, core, id) {
@@ -311,11 +311,6 @@ impl Worker {
     /// runs, record block 0's inputs, then queue the next block (another
     /// worker may run it meanwhile).
     fn first_member(&mut self, item: &ReadyItem) {
-        if self.level > 0 && item.block == 0 {
-            // Before any block of it runs: a stop may abandon it.
-            let t = &item.task;
-            self.shared.logs[self.me].lock().task_args(t.id, &t.tensors);
-        }
         self.before_first_block(item);
         item.task.mark_sent(item.block);
         if item.block + 1 < item.task.block_num {
@@ -342,7 +337,7 @@ impl Worker {
             true => iters.fetch_add(1, Ordering::Relaxed) + 1,
             false => iters.load(Ordering::Relaxed),
         };
-        let queues = shared.queue_lengths();
+        let queues = shared.ready.lengths();
         let start = start.filter(|&t| t > 0);
         let start = start.unwrap_or_else(|| shared.clock.stamp());
         Some(Phase::begin(
@@ -363,7 +358,7 @@ impl Worker {
         let Some(mut p) = phase else {
             return;
         };
-        p.end(end, queues.unwrap_or_else(|| self.shared.queue_lengths()));
+        p.end(end, queues.unwrap_or_else(|| self.shared.ready.lengths()));
         // This worker's log: only it locks it until the stop.
         self.shared.logs[self.me].lock().phase(p);
     }
@@ -378,9 +373,15 @@ impl Worker {
     }
 
     /// Block 0 of a task is about to run: no block of it has run yet, so
-    /// its inputs are captured as they were (once per task).
+    /// its inputs are captured as they were, and its arguments go into the
+    /// timeline (once per task).
     fn before_first_block(&mut self, item: &ReadyItem) {
         if item.block == 0 {
+            if self.level > 0 {
+                // Before any block of it runs: a stop may abandon it.
+                let t = &item.task;
+                self.shared.logs[self.me].lock().task_args(t.id, &t.tensors);
+            }
             self.shared.race.on_first_dispatch(&item.task.race);
             if let Some(mut p) = self.producer() {
                 p.before_dispatch(&item.task.dump_view(), &self.shared.gm);

@@ -1,15 +1,14 @@
 //! One worker's timeline log, kept compact during the run.
 //!
 //! A recorded run keeps a dispatch record and, at level ≥ 3, two phase
-//! records per dispatch until the run is over. The log keeps 72-byte
-//! dispatches (the public record is 160, most of it the `--predict` cost,
-//! kept aside only when there is one) and 56-byte phases (112 with the
-//! scheduler's id), and builds the public records when the recording is
-//! taken: 224 bytes less held per dispatch at level ≥ 3, 45 MB on the
-//! 200 000-task flood. No wall-time gain was measurable on this machine
-//! (`simpler bench swimlane`, docs/swimlane.md: the submit arguments'
-//! copy dominates what recording costs); the smaller footprint is what a
-//! run of millions of tasks keeps.
+//! records per dispatch until the run is over, in memory the process
+//! touches for the first time (~0.4 ns a byte on this machine type, see
+//! `chunks`): so the log keeps 72-byte dispatches (the public record is
+//! 160, most of it the `--predict` cost, kept aside only when there is
+//! one) and 56-byte phases (112 with the scheduler's id), builds them in
+//! place as the dispatch runs, and makes the public records only when the
+//! recording is taken. It also keeps the arguments of the tasks whose
+//! first block this worker took (`arg_log`).
 
 use simpler_core::{topology::Subtask, TaskId};
 

@@ -48,6 +48,7 @@ fn runtime_with(cfg: RuntimeConfig) -> Runtime {
         vec![
             KernelDef::new(0, "add_scalar", CoreType::Aiv, add_scalar),
             KernelDef::new(1, "bump", CoreType::Aiv, bump),
+            KernelDef::new(2, "fails", CoreType::Aiv, fails),
         ],
     )
     .unwrap()
@@ -345,20 +346,7 @@ fn fails(_core: &mut Core, _args: &Args) -> KResult<()> {
 fn a_failed_run_records_every_submitted_task_with_its_arguments() {
     use simpler_core::{ArgRole, ChipTensor};
     for level in [1, 4] {
-        let rt = Runtime::new(
-            RuntimeConfig {
-                clusters: 2,
-                gm_bytes: 1 << 22,
-                swimlane: Some(SwimlaneConfig { level, cost: None }),
-                ..Default::default()
-            },
-            vec![
-                KernelDef::new(0, "add_scalar", CoreType::Aiv, add_scalar),
-                KernelDef::new(1, "bump", CoreType::Aiv, bump),
-                KernelDef::new(2, "fails", CoreType::Aiv, fails),
-            ],
-        )
-        .unwrap();
+        let rt = runtime(Some(SwimlaneConfig { level, cost: None }));
         let a = rt
             .upload_pod(&[0.5f32; 32], &SHAPE, DType::Float32)
             .unwrap();
