@@ -83,6 +83,21 @@ fn case_small1_mixed_example_and_case_bench_write_files_the_upstream_tools_read(
     let r = json(&mixed.path().join("r/chip_swimlane_records.json"));
     let rows = r["aicore_tasks"].as_array().unwrap();
     assert_eq!(rows.len(), 6);
+    // A dispatch phase per dispatch, the block's first one the pop that
+    // found it, and a completion phase (no pops) per block.
+    let phases: Vec<&Value> = r["aicpu_scheduler_phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|t| t.as_array().unwrap())
+        .collect();
+    let count = |kind: &str, key: &str| {
+        let of_kind = phases.iter().filter(|p| p["kind"] == kind);
+        of_kind.map(|p| p[key].as_u64().unwrap_or(0)).sum::<u64>()
+    };
+    assert_eq!(count("dispatch", "tasks_processed"), 6, "{phases:?}");
+    assert_eq!(count("dispatch", "pop_hit"), 2, "{phases:?}");
+    assert_eq!(count("complete", "tasks_processed"), 2, "{phases:?}");
     let deps = json(&mixed.path().join("r/deps.json"));
     assert_eq!(
         deps["tasks"][0]["kernel_ids"]

@@ -44,7 +44,7 @@ use simpler_core::{topology::Subtask, ArgRole, ChipTensor, TaskId};
 use simpler_isa::InstrRecord;
 
 pub(crate) use orch_log::OrchRecorder;
-pub(crate) use worker_log::{Dispatched, Phase, WorkerLog};
+pub(crate) use worker_log::{Begun, Dispatched, Phase, WorkerLog};
 
 use crate::clock::Scale;
 

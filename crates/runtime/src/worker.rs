@@ -16,7 +16,7 @@ use crate::{
     payload,
     racecheck::DispatchWrites,
     scheduler::{settle, state, ReadyItem, Shared},
-    swimlane::{Dispatched, Phase, PhaseKind},
+    swimlane::{Begun, Dispatched, Phase},
     task::Member,
     RuntimeError,
 };
@@ -53,6 +53,10 @@ enum Outcome {
     /// The stop was forced while it ran and gave up on this worker.
     Abandoned,
 }
+
+/// A dispatch's timeline record and its dispatch phase (level ≥ 3), as
+/// logged once its block completes.
+type Logged = (Dispatched, Option<Phase>);
 
 /// A dispatch that ran: its result and its timeline stamps.
 struct Ran {
@@ -229,7 +233,7 @@ impl Worker {
         item: &ReadyItem,
         held: &mut [Held],
         sched: usize,
-        ran: &mut [Option<(Ran, Option<Dispatched>)>; 3],
+        ran: &mut [Option<(Ran, Option<Logged>)>; 3],
     ) -> Members {
         let members = item.task.members;
         let mix = held.len() == 3;
@@ -240,7 +244,7 @@ impl Worker {
         for (k, &member) in members.as_slice().iter().enumerate() {
             let core = &mut held[if mix { member.subtask.id() as usize } else { 0 }];
             let id = first_id + k as u64;
-            let phase = self.begin_phase(sched, PhaseKind::Dispatch, k == 0, None);
+            let phase = self.begin_phase(sched, k == 0, None);
             if k == 0 {
                 self.first_member(item);
             }
@@ -260,8 +264,10 @@ impl Worker {
                 (_, 0) => shared.clock.stamp(),
                 (_, t) => t,
             };
-            self.end_phase(phase, queues, dispatched);
-            let rec = (self.level > 0).then(|| record(item, member, core, sched, dispatched, &r));
+            // The phase ends as the dispatch is handed out.
+            let phase = phase.zip(queues).map(|(p, q)| p.ended(q));
+            let rec = (self.level > 0)
+                .then(|| (record(item, member, core, sched, dispatched, &r), phase));
             core.reg += 1;
             ran[k] = Some((r, rec));
         }
@@ -275,11 +281,11 @@ impl Worker {
         shared: &Shared,
         item: &ReadyItem,
         sched: usize,
-        ran: &mut [Option<(Ran, Option<Dispatched>)>; 3],
+        ran: &mut [Option<(Ran, Option<Logged>)>; 3],
     ) {
         // It began as the (last) kernel returned.
         let returned = ran.iter().flatten().map(|(r, _)| r.end).max();
-        let phase = self.begin_phase(sched, PhaseKind::Complete, false, returned);
+        let phase = self.begin_phase(sched, false, returned);
         let mut producer = self.producer();
         // `ran` is taken by reference and member by member: the array is
         // large (a result and a timeline record per member), and moving it
@@ -294,15 +300,22 @@ impl Worker {
             0 | 1 => 0,
             _ => shared.clock.stamp(),
         };
-        self.end_phase(phase, None, finish);
+        let completion = phase.map(|p| p.ended(shared.ready.lengths()));
         if self.level > 0 {
             // This worker's log: only it locks it until the stop.
             let mut log = shared.logs[self.me].lock();
-            for slot in ran.iter_mut() {
-                if let Some((r, Some(mut d))) = slot.take() {
+            let last = ran
+                .iter()
+                .rposition(|s| s.as_ref().is_some_and(|s| s.1.is_some()));
+            for (k, (r, logged)) in ran.iter_mut().flatten().enumerate() {
+                if let Some((mut d, phase)) = logged.take() {
                     d.finish = finish;
-                    log.dispatch(d, r.cost);
+                    d.ends_block = Some(k) == last;
+                    log.dispatch(d, r.cost.take(), phase);
                 }
+            }
+            if let Some(p) = completion {
+                log.completion(p);
             }
         }
     }
@@ -321,13 +334,7 @@ impl Worker {
     /// Begin a phase of scheduler `sched` (recorded at level ≥ 3 only):
     /// at `start`, or now. `first` marks a block's first dispatch phase: a
     /// new loop iteration and one ready-queue pop that found work.
-    fn begin_phase(
-        &self,
-        sched: usize,
-        kind: PhaseKind,
-        first: bool,
-        start: Option<u64>,
-    ) -> Option<Phase> {
+    fn begin_phase(&self, sched: usize, first: bool, start: Option<u64>) -> Option<Begun> {
         if self.level < 3 {
             return None;
         }
@@ -340,27 +347,7 @@ impl Worker {
         let queues = shared.ready.lengths();
         let start = start.filter(|&t| t > 0);
         let start = start.unwrap_or_else(|| shared.clock.stamp());
-        Some(Phase::begin(
-            sched as u32,
-            kind,
-            first,
-            start,
-            loop_iter,
-            queues,
-        ))
-    }
-
-    /// End a phase begun by [`Worker::begin_phase`] at `end` (a stamp the
-    /// caller took anyway: one clock read serves the dispatch record and
-    /// the phase), with the ready queues as they were then (`queues`), or
-    /// as they are now; into this worker's log.
-    fn end_phase(&self, phase: Option<Phase>, queues: Option<[u64; 3]>, end: u64) {
-        let Some(mut p) = phase else {
-            return;
-        };
-        p.end(end, queues.unwrap_or_else(|| self.shared.ready.lengths()));
-        // This worker's log: only it locks it until the stop.
-        self.shared.logs[self.me].lock().phase(p);
+        Some(Begun::new(start, loop_iter, queues))
     }
 
     /// This worker's dump producer, locked (`None` when dumping is off).
@@ -569,6 +556,7 @@ fn record(
         subtask: core.subtask,
         block: item.block,
         sched: sched as u32,
+        ends_block: false,
         dispatch: dispatched,
         // A worker starts the kernel right after taking the dispatch.
         start: r.start,

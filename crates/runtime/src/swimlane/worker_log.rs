@@ -1,12 +1,14 @@
 //! One worker's timeline log, kept compact during the run.
 //!
-//! A recorded run keeps a dispatch record and, at level ≥ 3, two phase
-//! records per dispatch until the run is over, in memory the process
-//! touches for the first time (~0.4 ns a byte on this machine type, see
-//! `chunks`): so the log keeps 72-byte dispatches (the public record is
-//! 160, most of it the `--predict` cost, kept aside only when there is
-//! one) and 56-byte phases (112 with the scheduler's id), builds them in
-//! place as the dispatch runs, and makes the public records only when the
+//! A recorded run keeps a dispatch record and, at level ≥ 3, a dispatch
+//! phase per dispatch and a completion phase per block until the run is
+//! over, in memory the process touches for the first time (~0.4 ns a byte
+//! on this machine type, see `chunks`): so the log keeps 72-byte
+//! dispatches (the public record is 160, most of it the `--predict` cost,
+//! kept aside only when there is one) and 40-byte phases (112 with the
+//! scheduler's id and both ends), whose end and scheduler are their
+//! dispatch's. It builds them in place as the dispatch runs, takes its
+//! lock once per block, and makes the public records only when the
 //! recording is taken. It also keeps the arguments of the tasks whose
 //! first block this worker took (`arg_log`).
 
@@ -31,51 +33,74 @@ pub(crate) struct Dispatched {
     pub block: u32,
     pub sched: u32,
     pub subtask: Subtask,
+    /// The last of its block's dispatches: the block's completion phase
+    /// follows it.
+    pub ends_block: bool,
 }
 
-/// A [`SchedPhaseRecord`] as logged: one per dispatch or completion, so
-/// `processed` is 1, `pop_hit` is whether it began a block, `pop_miss` 0.
-pub(crate) struct Phase {
+/// A scheduler phase under way (level ≥ 3).
+pub(crate) struct Begun {
     start: u64,
-    end: u64,
     loop_iter: u64,
-    /// Ready queue lengths at start, then at end.
-    queues: [u32; 6],
-    sched: u32,
-    kind: PhaseKind,
-    first: bool,
+    queues: [u32; 3],
 }
 
-impl Phase {
-    /// A phase of scheduler `sched` begun at `start`, in loop iteration
-    /// `loop_iter` (`first`: it began a block, one pop that found work),
-    /// with the ready queues `queues` long.
-    pub fn begin(
-        sched: u32,
-        kind: PhaseKind,
-        first: bool,
-        start: u64,
-        loop_iter: u64,
-        queues: [u64; 3],
-    ) -> Phase {
-        let q = queues.map(len32);
-        Phase {
+impl Begun {
+    /// A phase begun at `start`, in loop iteration `loop_iter`, with the
+    /// ready queues `queues` long.
+    pub fn new(start: u64, loop_iter: u64, queues: [u64; 3]) -> Begun {
+        Begun {
             start,
-            end: start,
             loop_iter,
-            queues: [q[0], q[1], q[2], q[0], q[1], q[2]],
-            sched,
-            kind,
-            first,
+            queues: queues.map(len32),
         }
     }
 
-    /// The phase ended at `end` (never before it began) with the ready
-    /// queues `queues` long.
-    pub fn end(&mut self, end: u64, queues: [u64; 3]) {
-        self.end = end.max(self.start);
-        let q = queues.map(len32);
-        self.queues[3..].copy_from_slice(&q);
+    /// The phase ended with the ready queues `queues` long.
+    pub fn ended(self, queues: [u64; 3]) -> Phase {
+        let [a, b, c] = self.queues;
+        let [d, e, f] = queues.map(len32);
+        Phase {
+            start: self.start,
+            loop_iter: self.loop_iter,
+            queues: [a, b, c, d, e, f],
+        }
+    }
+}
+
+/// A [`SchedPhaseRecord`] as logged: one per dispatch or block completion,
+/// so `processed` is 1, `pop_hit` is whether it began a block, `pop_miss`
+/// 0; it ends at its dispatch's `dispatch` stamp (a dispatch phase) or
+/// `finish` stamp (a completion), never before it began, and belongs to
+/// the dispatch's scheduler.
+pub(crate) struct Phase {
+    start: u64,
+    loop_iter: u64,
+    /// Ready queue lengths at start, then at end.
+    queues: [u32; 6],
+}
+
+impl Phase {
+    /// The public record, ending at `end`, times through `ns`.
+    fn record(
+        &self,
+        kind: PhaseKind,
+        first: bool,
+        end: u64,
+        ns: impl Fn(u64) -> u64,
+    ) -> SchedPhaseRecord {
+        let q = self.queues.map(u64::from);
+        SchedPhaseRecord {
+            kind,
+            start: ns(self.start),
+            end: ns(end.max(self.start)),
+            loop_iter: self.loop_iter,
+            processed: 1,
+            queues_start: [q[0], q[1], q[2]],
+            queues_end: [q[3], q[4], q[5]],
+            pop_hit: u64::from(first),
+            pop_miss: 0,
+        }
     }
 }
 
@@ -88,7 +113,10 @@ pub(crate) struct WorkerLog {
     dispatches: Chunks<Dispatched>,
     /// `(index in dispatches, cost)`, with `--predict` only.
     costs: Chunks<(usize, DispatchCost)>,
-    phases: Chunks<Phase>,
+    /// One per dispatch at level ≥ 3, none below.
+    dispatch_phases: Chunks<Phase>,
+    /// One per block at level ≥ 3 (after its last dispatch), none below.
+    completions: Chunks<Phase>,
     /// The arguments of the tasks whose first block this worker took.
     args: ArgLog,
 }
@@ -100,17 +128,24 @@ fn len32(n: u64) -> u32 {
 }
 
 impl WorkerLog {
-    /// Log a dispatch, with its predicted cost (`--predict`).
-    pub fn dispatch(&mut self, d: Dispatched, cost: Option<DispatchCost>) {
+    /// Log a dispatch with its predicted cost (`--predict`) and dispatch
+    /// phase (level ≥ 3: with every dispatch or with none). A block's
+    /// dispatches are logged one after another, the last one with
+    /// `ends_block` set, then its completion phase.
+    pub fn dispatch(&mut self, d: Dispatched, cost: Option<DispatchCost>, phase: Option<Phase>) {
         if let Some(c) = cost {
             self.costs.push((self.dispatches.len(), c));
+        }
+        if let Some(p) = phase {
+            self.dispatch_phases.push(p);
         }
         self.dispatches.push(d);
     }
 
-    /// Log a phase.
-    pub fn phase(&mut self, p: Phase) {
-        self.phases.push(p);
+    /// Log the completion phase of the block whose dispatches were just
+    /// logged.
+    pub fn completion(&mut self, p: Phase) {
+        self.completions.push(p);
     }
 
     /// Log the arguments of task `id`, whose first block this worker
@@ -131,8 +166,25 @@ impl WorkerLog {
         ns: impl Fn(u64) -> u64,
     ) -> (Vec<DispatchRecord>, Vec<(u32, SchedPhaseRecord)>) {
         let mut costs = self.costs.into_iter().peekable();
-        let dispatches = (self.dispatches.into_iter().enumerate())
-            .map(|(i, d)| DispatchRecord {
+        let mut dispatch_phases = self.dispatch_phases.into_iter();
+        let mut completions = self.completions.into_iter();
+        let mut phases = Vec::new();
+        let mut dispatches = Vec::with_capacity(self.dispatches.len());
+        // Whether the next dispatch begins a block.
+        let mut first = true;
+        for (i, d) in self.dispatches.into_iter().enumerate() {
+            if let Some(p) = dispatch_phases.next() {
+                let r = p.record(PhaseKind::Dispatch, first, d.dispatch, &ns);
+                phases.push((d.sched, r));
+            }
+            if d.ends_block {
+                if let Some(p) = completions.next() {
+                    let r = p.record(PhaseKind::Complete, false, d.finish, &ns);
+                    phases.push((d.sched, r));
+                }
+            }
+            first = d.ends_block;
+            dispatches.push(DispatchRecord {
                 core_id: d.core_id,
                 reg: d.reg,
                 task_id: d.task_id,
@@ -146,24 +198,9 @@ impl WorkerLog {
                 end: ns(d.end),
                 finish: ns(d.finish),
                 cost: costs.next_if(|c| c.0 == i).map(|c| c.1),
-            })
-            .collect();
-        let phases = self.phases.into_iter().map(|p| {
-            let q = p.queues.map(u64::from);
-            let rec = SchedPhaseRecord {
-                kind: p.kind,
-                start: ns(p.start),
-                end: ns(p.end),
-                loop_iter: p.loop_iter,
-                processed: 1,
-                queues_start: [q[0], q[1], q[2]],
-                queues_end: [q[3], q[4], q[5]],
-                pop_hit: u64::from(p.first),
-                pop_miss: 0,
-            };
-            (p.sched, rec)
-        });
-        (dispatches, phases.collect())
+            });
+        }
+        (dispatches, phases)
     }
 }
 
@@ -176,5 +213,7 @@ mod tests {
         use std::mem::size_of;
         assert!(2 * size_of::<Dispatched>() <= size_of::<DispatchRecord>());
         assert!(2 * size_of::<Phase>() <= size_of::<(u32, SchedPhaseRecord)>());
+        assert!(size_of::<Dispatched>() <= 72);
+        assert!(size_of::<Phase>() <= 40);
     }
 }
