@@ -85,12 +85,7 @@ fn case_small1_mixed_example_and_case_bench_write_files_the_upstream_tools_read(
     assert_eq!(rows.len(), 6);
     // A dispatch phase per dispatch, the block's first one the pop that
     // found it, and a completion phase (no pops) per block.
-    let phases: Vec<&Value> = r["aicpu_scheduler_phases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|t| t.as_array().unwrap())
-        .collect();
+    let phases = all_phases(&r);
     let count = |kind: &str, key: &str| {
         let of_kind = phases.iter().filter(|p| p["kind"] == kind);
         of_kind.map(|p| p[key].as_u64().unwrap_or(0)).sum::<u64>()
@@ -109,6 +104,12 @@ fn case_small1_mixed_example_and_case_bench_write_files_the_upstream_tools_read(
         3
     );
     swimlane_run("paged_attention", "CaseBench", &[]);
+}
+
+/// Every scheduler's phases in a records file.
+fn all_phases(records: &Value) -> Vec<&Value> {
+    let threads = records["aicpu_scheduler_phases"].as_array().unwrap();
+    threads.iter().flat_map(|t| t.as_array().unwrap()).collect()
 }
 
 /// Per func from the raw files: (count, Σexec, Σlatency, Σhead, Σtail).
@@ -255,12 +256,7 @@ fn the_report_matches_figures_computed_from_the_raw_records() {
         assert_eq!(row[5], us(*wait, 1), "{out}");
     }
     let r = json(&dir.join("chip_swimlane_records.json"));
-    let phases: Vec<&Value> = r["aicpu_scheduler_phases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|t| t.as_array().unwrap())
-        .collect();
+    let phases = all_phases(&r);
     let sum = |k: &str| phases.iter().filter_map(|p| p[k].as_u64()).sum::<u64>();
     assert!(
         out.contains(&format!(
