@@ -211,12 +211,25 @@ impl FailureHook {
 /// small buffer is little fresh memory.
 const STAGING_BYTES: usize = 1 << 20;
 
+/// Make the entries of the folders a session created durable in their
+/// parents. The collector does it as it starts, while the run's first
+/// batches fill: at the end it would add a disk flush per folder to the
+/// run's wall time. (Should a sync fail, the dump is still written; the
+/// folders' durability was never reported as an error.)
+fn sync_parents(created_dirs: &[PathBuf]) {
+    for d in created_dirs {
+        let _ = crate::durable::sync_dir(d.parent().unwrap_or(std::path::Path::new("")));
+    }
+}
+
 fn collector_main(
     rx: Receiver<Batch>,
     free: Arc<FreePool>,
     bin: Option<TempFile>,
     hook: Arc<FailureHook>,
+    created_dirs: Vec<PathBuf>,
 ) -> Collected {
+    sync_parents(&created_dirs);
     let mut payload = bin
         .as_ref()
         .map(|b| PayloadFile::new(b.file(), STAGING_BYTES, true));
@@ -416,9 +429,10 @@ impl DumpSession {
         });
         let hook = Arc::new(FailureHook::default());
         let h = hook.clone();
+        let dirs = created_dirs.clone();
         let collector = std::thread::Builder::new()
             .name("dump-collector".into())
-            .spawn(move || collector_main(rx, free, bin, h))
+            .spawn(move || collector_main(rx, free, bin, h, dirs))
             .map_err(|e| DumpError::Config(format!("cannot start the dump collector: {e}")))?;
         Ok(DumpSession {
             shared: Some(shared),

@@ -110,7 +110,10 @@ pub(crate) fn export(
     }
     let result = match manifest {
         Some(Err(f)) => Err(f),
-        Some(Ok(m)) => attempts(cfg, &end, &mut c, &mut p, m, first),
+        Some(Ok(m)) => {
+            let mut bin_sync = BinSync::start(&c);
+            attempts(cfg, &end, &mut c, &mut p, m, first, &mut bin_sync)
+        }
         None => write_side_files(cfg, &end, &mut c, &mut p),
     };
     if let Err(Failed(path, e)) = result {
@@ -121,11 +124,11 @@ pub(crate) fn export(
         });
     }
     // A folder left empty (an upstream-layout dump without records) goes;
-    // the others are kept, each with its entry in its parent made durable.
+    // the others are kept (their entries in their parents were made
+    // durable when the run started, `collector::sync_parents`).
     remove_dirs(&end.created_dirs);
     for d in end.created_dirs.iter().filter(|d| d.is_dir()) {
         durable::keep_dir(d);
-        let _ = durable::sync_dir(d.parent().unwrap_or(Path::new("")));
     }
     Ok(summary(cfg, &end, &c, p))
 }
@@ -161,6 +164,50 @@ fn payload_end(c: &Collected) -> u64 {
         .unwrap_or(0)
 }
 
+/// The `.bin`'s fsync, on a thread of its own while the manifest is
+/// formatted and written: the disk's flush (a few ms on a busy VM) is then
+/// off the run's critical path, and [`place`] renames the file without
+/// syncing it again. A change to the file after the sync started
+/// ([`cut`]) voids it.
+struct BinSync(Option<std::thread::JoinHandle<io::Result<()>>>);
+
+impl BinSync {
+    /// Start syncing the payload file, when there is one and it is final.
+    fn start(c: &Collected) -> BinSync {
+        let file = match (&c.bin, &c.bin_error) {
+            (Some(b), None) => b.file().try_clone().ok(),
+            _ => None,
+        };
+        BinSync(file.and_then(|f| {
+            std::thread::Builder::new()
+                .name("dump-bin-sync".into())
+                .spawn(move || f.sync_all())
+                .ok()
+        }))
+    }
+
+    /// The sync's result, when it covers the file as it is now.
+    fn result(&mut self) -> Option<io::Result<()>> {
+        let h = self.0.take()?;
+        Some(
+            h.join()
+                .unwrap_or_else(|_| Err(io::Error::other("the payload fsync thread panicked"))),
+        )
+    }
+
+    /// The file is about to change: the sync no longer covers it.
+    fn void(&mut self) {
+        let _ = self.result();
+    }
+}
+
+impl Drop for BinSync {
+    /// No thread outlives the export.
+    fn drop(&mut self) {
+        self.void();
+    }
+}
+
 /// Try the pending files with less and less payload until the manifest
 /// fits; the error of the last attempt when it never does.
 fn attempts(
@@ -170,17 +217,19 @@ fn attempts(
     p: &mut Progress,
     manifest: TempFile,
     first: usize,
+    bin_sync: &mut BinSync,
 ) -> Result<(), Failed> {
     let full = c.bin_bytes;
     let mut manifest = Some(manifest);
     for (i, &(num, den)) in KEEP.iter().enumerate().skip(first) {
         if i > 0 {
+            bin_sync.void();
             p.cut += cut(c, full * num / den)?;
         }
         write_side_files(cfg, end, c, p)?;
         let m = manifest.as_ref().expect("present until persisted");
         match write_tensor_manifest(cfg, end, c, p, m) {
-            Ok(()) => return place(cfg, c, manifest.take().expect("present")),
+            Ok(()) => return place(cfg, c, manifest.take().expect("present"), bin_sync),
             Err(Failed(_, e)) if is_disk_full(&e) && i + 1 < KEEP.len() => p.failed(&e),
             Err(f) => return Err(f),
         }
@@ -271,22 +320,36 @@ fn write_tensor_manifest(
     .map_err(|e| Failed(m.path().to_path_buf(), e))
 }
 
-/// The `.bin` then the manifest into place, both fsynced, then the folder.
-/// Bytes no kept record points into (a write cut short) are cut first; a
-/// payload file the layout does not keep ([`keeps_bin`]) is removed.
-fn place(cfg: &DumpConfig, c: &mut Collected, manifest: TempFile) -> Result<(), Failed> {
+/// The `.bin` then the manifest into place, both fsynced (the `.bin`
+/// by [`BinSync`] unless it changed since), then the folder, once for
+/// both. Bytes no kept record points into (a write cut short) are cut
+/// first; a payload file the layout does not keep ([`keeps_bin`]) is
+/// removed.
+fn place(
+    cfg: &DumpConfig,
+    c: &mut Collected,
+    manifest: TempFile,
+    bin_sync: &mut BinSync,
+) -> Result<(), Failed> {
     let files = cfg.files();
     let end = payload_end(c);
     if end < c.bin_bytes {
+        bin_sync.void();
         cut(c, end)?;
     }
     if !keeps_bin(cfg, c) {
+        bin_sync.void();
         c.bin.take();
     }
     let bin = match c.bin.take() {
         Some(b) => {
             let at = b.path().to_path_buf();
-            Some(b.rename_into_place(&files.bin).map_err(|e| Failed(at, e))?)
+            let placed = match bin_sync.result() {
+                Some(Ok(())) => b.rename_synced_into_place(&files.bin),
+                Some(Err(e)) => Err(e),
+                None => b.rename_into_place(&files.bin),
+            };
+            Some(placed.map_err(|e| Failed(at, e))?)
         }
         None => None,
     };
@@ -294,8 +357,9 @@ fn place(cfg: &DumpConfig, c: &mut Collected, manifest: TempFile) -> Result<(), 
     manifest
         .persist(&files.manifest)
         .map_err(|e| Failed(at, e))?;
+    // The manifest's folder sync made the `.bin`'s rename durable too.
     if let Some(b) = bin {
-        b.keep().map_err(|e| Failed(cfg.dir.clone(), e))?;
+        b.keep_in_synced_dir();
     }
     Ok(())
 }

@@ -262,10 +262,20 @@ impl TempFile {
     ///
     /// # Errors
     /// fsync or rename failures.
-    pub fn rename_into_place(mut self, path: &Path) -> io::Result<Placed> {
-        let file = self.file.take().expect("open until persisted");
-        file.sync_all()?;
-        drop(file);
+    pub fn rename_into_place(self, path: &Path) -> io::Result<Placed> {
+        self.file().sync_all()?;
+        self.rename_synced_into_place(path)
+    }
+
+    /// [`TempFile::rename_into_place`] for a file the caller has fsynced
+    /// since its last change — through a clone of [`TempFile::file`] on
+    /// another thread, so that the disk's flush overlaps other work
+    /// (another fsync would flush again).
+    ///
+    /// # Errors
+    /// Rename failures.
+    pub fn rename_synced_into_place(mut self, path: &Path) -> io::Result<Placed> {
+        drop(self.file.take().expect("open until persisted"));
         let mut r = registry();
         std::fs::rename(&self.tmp, path)?;
         forget(&mut r.files, &self.tmp);
@@ -310,6 +320,14 @@ impl Placed {
         let path = self.path.take().expect("kept once");
         forget(&mut registry().files, &path);
         sync_dir(path.parent().unwrap_or(Path::new("")))
+    }
+
+    /// The file is final and its folder has been fsynced since it was
+    /// renamed there (by [`Placed::keep`] of a file placed after it):
+    /// unregister it without syncing the folder again.
+    pub fn keep_in_synced_dir(mut self) {
+        let path = self.path.take().expect("kept once");
+        forget(&mut registry().files, &path);
     }
 }
 
@@ -431,6 +449,30 @@ mod tests {
         assert!(path.exists() && registered(&path));
         drop(placed);
         assert!(!path.exists() && !registered(&path));
+    }
+
+    /// Two files placed, the folder synced once by the second's `keep`:
+    /// the first, renamed without a second fsync, is final too.
+    #[test]
+    fn a_presynced_file_shares_its_folder_sync() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (bin, json) = (tmp.path().join("d.bin"), tmp.path().join("d.json"));
+        let t = TempFile::create(&bin).unwrap();
+        t.file().write_all(b"payload").unwrap();
+        let clone = t.file().try_clone().unwrap();
+        std::thread::spawn(move || clone.sync_all())
+            .join()
+            .unwrap()
+            .unwrap();
+        let placed_bin = t.rename_synced_into_place(&bin).unwrap();
+        assert!(registered(&bin) && !temp_path(&bin).exists());
+        let m = TempFile::create(&json).unwrap();
+        m.file().write_all(b"{}").unwrap();
+        m.rename_into_place(&json).unwrap().keep().unwrap();
+        placed_bin.keep_in_synced_dir();
+        assert_eq!(std::fs::read(&bin).unwrap(), b"payload");
+        assert_eq!(std::fs::read(&json).unwrap(), b"{}");
+        assert!(!registered(&bin) && !registered(&json));
     }
 
     #[test]
