@@ -152,9 +152,11 @@ fn a_closed_stdout_ends_quietly() {
     }
 }
 
-/// Under strace: each file is fsynced before its rename, the `.bin` is in
-/// place before the manifest, and the folder is fsynced after the
-/// manifest's rename — the run reports success only then.
+/// Under strace: each file is fsynced before its rename (the `.bin` on
+/// a thread of its own, through a duplicate of its descriptor, while the
+/// manifest is written), the `.bin` is in place before the manifest, and
+/// the folder is fsynced after the manifest's rename — the run reports
+/// success only then.
 #[test]
 fn dump_files_are_fsynced_before_their_rename_and_the_folder_after() {
     let tmp = tempfile::tempdir().unwrap();
@@ -163,8 +165,10 @@ fn dump_files_are_fsynced_before_their_rename_and_the_folder_after() {
         .args([
             "-ff",
             "-qq",
+            "-ttt",
+            "-T",
             "-e",
-            "trace=openat,fsync,rename,renameat,renameat2",
+            "trace=openat,fsync,rename,renameat,renameat2,fcntl,dup,dup3",
             "-o",
         ])
         .arg(&log)
@@ -186,41 +190,13 @@ fn dump_files_are_fsynced_before_their_rename_and_the_folder_after() {
             return;
         }
     }
-    // One file per thread (-ff): the main thread opens, syncs and renames.
-    let main = std::fs::read_dir(tmp.path())
-        .unwrap()
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            name.strip_prefix("trace.")?
-                .parse::<u32>()
-                .ok()
-                .map(|pid| (pid, e.path()))
-        })
-        .min()
-        .expect("a trace file per thread")
-        .1;
-    let trace = std::fs::read_to_string(main).unwrap();
-    let mut fds: std::collections::HashMap<String, String> = Default::default();
-    let mut events: Vec<(&str, String)> = Vec::new();
-    for call in trace.lines() {
-        let quoted: Vec<&str> = call.split('"').skip(1).step_by(2).collect();
-        let result = call.rsplit(" = ").next().unwrap_or_default().trim();
-        if call.starts_with("openat(") {
-            if let (Some(p), Ok(fd)) = (quoted.first(), result.parse::<i32>()) {
-                fds.insert(fd.to_string(), p.to_string());
-            }
-        } else if let Some(rest) = call.strip_prefix("fsync(") {
-            let fd = rest.split(')').next().unwrap_or_default();
-            events.push(("fsync", fds.get(fd).cloned().unwrap_or_default()));
-        } else if call.starts_with("rename") && quoted.len() >= 2 {
-            events.push(("rename", quoted[quoted.len() - 1].to_string()));
-        }
-    }
+    let events = traced_file_events(tmp.path());
+    // An fsync counts from its end, a rename from its start.
     let at = |kind: &str, suffix: &str| {
         events
             .iter()
-            .position(|(k, p)| *k == kind && p.ends_with(suffix))
+            .find(|e| e.kind == kind && e.path.ends_with(suffix))
+            .map(|e| if kind == "fsync" { e.end } else { e.start })
             .unwrap_or_else(|| panic!("no {kind} of *{suffix} in {events:?}"))
     };
     for f in [
@@ -231,7 +207,7 @@ fn dump_files_are_fsynced_before_their_rename_and_the_folder_after() {
     ] {
         assert!(
             at("fsync", &format!("{f}.tmp")) < at("rename", &format!("/{f}")),
-            "{f}: renamed before fsync"
+            "{f}: renamed before its fsync ended: {events:?}"
         );
     }
     assert!(
@@ -240,9 +216,92 @@ fn dump_files_are_fsynced_before_their_rename_and_the_folder_after() {
     );
     let json = at("rename", "/tensor_dump.json");
     assert!(
-        events[json..]
+        events
             .iter()
-            .any(|(k, p)| *k == "fsync" && p.ends_with("r/tensor_dump")),
+            .any(|e| e.kind == "fsync" && e.start > json && e.path.ends_with("r/tensor_dump")),
         "the folder is not fsynced after the manifest's rename: {events:?}"
     );
+}
+
+/// One traced call on a file.
+#[derive(Debug)]
+struct FileEvent {
+    kind: &'static str,
+    path: String,
+    /// Seconds since the epoch when the call started and ended.
+    start: f64,
+    end: f64,
+}
+
+/// The fsyncs and renames of every thread's trace (`strace -ff -ttt -T`
+/// files `trace.<tid>` in `dir`), in time order, each fsync named by the
+/// path its descriptor was opened on (duplicates followed).
+fn traced_file_events(dir: &std::path::Path) -> Vec<FileEvent> {
+    let mut calls: Vec<(f64, f64, String)> = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.starts_with("trace.") {
+            continue;
+        }
+        for line in std::fs::read_to_string(e.path()).unwrap().lines() {
+            let Some((ts, call)) = line.split_once(' ') else {
+                continue;
+            };
+            let dur = call
+                .rsplit_once('<')
+                .and_then(|(_, d)| d.trim_end_matches('>').parse::<f64>().ok())
+                .unwrap_or(0.0);
+            if let Ok(ts) = ts.parse::<f64>() {
+                calls.push((ts, ts + dur, call.to_string()));
+            }
+        }
+    }
+    calls.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut fds: std::collections::HashMap<String, String> = Default::default();
+    let mut events = Vec::new();
+    for (start, end, call) in calls {
+        let quoted: Vec<&str> = call.split('"').skip(1).step_by(2).collect();
+        let result = call
+            .rsplit(" = ")
+            .next()
+            .unwrap_or_default()
+            .split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        // The first argument: the descriptor of fsync, fcntl and dup.
+        let fd_arg = call
+            .split_once('(')
+            .and_then(|(_, r)| r.split([',', ')']).next())
+            .unwrap_or_default()
+            .trim()
+            .to_string();
+        let dup = call.starts_with("dup") || call.starts_with("fcntl(") && call.contains("F_DUPFD");
+        if call.starts_with("openat(") {
+            if let (Some(p), Ok(fd)) = (quoted.first(), result.parse::<i32>()) {
+                fds.insert(fd.to_string(), p.to_string());
+            }
+        } else if dup {
+            if let (Some(p), Ok(fd)) = (fds.get(&fd_arg).cloned(), result.parse::<i32>()) {
+                fds.insert(fd.to_string(), p);
+            }
+        } else if call.starts_with("fsync(") {
+            let path = fds.get(&fd_arg).cloned().unwrap_or_default();
+            events.push(FileEvent {
+                kind: "fsync",
+                path,
+                start,
+                end,
+            });
+        } else if call.starts_with("rename") && quoted.len() >= 2 {
+            let path = quoted[quoted.len() - 1].to_string();
+            events.push(FileEvent {
+                kind: "rename",
+                path,
+                start,
+                end,
+            });
+        }
+    }
+    events
 }
