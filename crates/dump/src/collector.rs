@@ -3,8 +3,9 @@
 //! Producers send full [`Batch`]es over a bounded channel; the collector,
 //! running during execution, appends each batch's arena to `tensor_dump.bin`
 //! ([`crate::payload_file`]: direct I/O where the file system takes it),
-//! keeps each record in compact form ([`crate::kept`]; the JSON is
-//! formatted at export, in parallel), and returns the emptied batch to a
+//! keeps each record — compacted by its producer ([`crate::kept`]) — with
+//! its payload offset moved into the file's (the JSON is formatted at
+//! export, in parallel), and returns the emptied batch to a
 //! [`FreePool`] that hands out the newest first. Memory is bounded by
 //! (producers + queue + 1) batches whatever the dump size.
 //!
@@ -36,6 +37,9 @@ use crate::{
 /// Records and the bytes they point into.
 #[derive(Debug, Default)]
 pub(crate) struct Batch {
+    /// Tensor-dump records, compact; payload offsets are the arena's.
+    pub kept: Vec<Kept>,
+    /// Orchestration-argument and dispatch records.
     pub records: Vec<Record>,
     /// Tensor payload, appended to `tensor_dump.bin` as is.
     pub arena: Vec<u8>,
@@ -52,6 +56,9 @@ pub(crate) struct Shared {
     pub record_cap: usize,
     /// Records lost (drop policy), by kind.
     pub dropped: Dropped,
+    /// Layouts and func-id lists of the tensor-dump records, interned by
+    /// the producers ([`crate::kept::Interner`]).
+    pub tables: Mutex<Tables>,
 }
 
 /// Records discarded by the drop policy, per kind of record (and so per file).
@@ -63,10 +70,11 @@ pub(crate) struct Dropped {
 }
 
 impl Dropped {
-    pub fn count(&self, records: &[Record]) {
-        for r in records {
+    /// Count every record of `b`, by kind.
+    pub fn count(&self, b: &Batch) {
+        self.tensor.fetch_add(b.kept.len() as u64, Ordering::Relaxed);
+        for r in &b.records {
             let c = match r {
-                Record::Tensor(_) => &self.tensor,
                 Record::OrchArg(_) => &self.orch_arg,
                 Record::Dispatch(_) => &self.dispatch,
             };
@@ -78,7 +86,8 @@ impl Dropped {
 impl Shared {
     pub fn fresh_batch(&self) -> Batch {
         self.free.take().unwrap_or_else(|| Batch {
-            records: Vec::with_capacity(self.record_cap),
+            kept: Vec::with_capacity(self.record_cap),
+            records: Vec::new(),
             arena: Vec::with_capacity(self.cfg.arena_bytes.min(64 << 20)),
             side: Vec::new(),
         })
@@ -119,6 +128,7 @@ impl FreePool {
     /// Emptying is what keeps one capture's bytes out of another's record:
     /// a reused batch starts with no records and no payload.
     fn put(&self, mut b: Batch) {
+        b.kept.clear();
         b.records.clear();
         b.arena.clear();
         b.side.clear();
@@ -278,11 +288,19 @@ fn collector_main(
 
 /// Keep `batch`'s records, its payload at `base` in the `.bin`.
 fn keep_records(c: &mut Collected, batch: &Batch, base: u64) {
+    if c.bin_error.is_none() {
+        c.kept.extend(batch.kept.iter().map(|k| k.moved_by(base)));
+    } else {
+        // Payload after a failed write never reaches the file.
+        for k in &batch.kept {
+            match k.bin_size {
+                0 => c.kept.push(*k),
+                _ => c.lost += 1,
+            }
+        }
+    }
     for rec in &batch.records {
         match rec {
-            // Payload after a failed write never reaches the file.
-            Record::Tensor(r) if r.payload_len > 0 && c.bin_error.is_some() => c.lost += 1,
-            Record::Tensor(r) => c.kept.push(c.tables.keep(r, base)),
             Record::OrchArg(o) => c.orch.push(crate::side_files::orch_arg(o)),
             Record::Dispatch(d) => {
                 let start = c.dispatch_json.len();
@@ -426,6 +444,7 @@ impl DumpSession {
             free: free.clone(),
             record_cap,
             dropped: Dropped::default(),
+            tables: Mutex::new(Tables::default()),
         });
         let hook = Arc::new(FailureHook::default());
         let h = hook.clone();
@@ -490,6 +509,8 @@ impl DumpSession {
         unfinished: Vec<UnfinishedTask>,
     ) -> Result<DumpSummary, DumpError> {
         let shared = self.shared.take().expect("finish once");
+        // Every producer is gone: the tables are complete.
+        let tables = std::mem::take(&mut *shared.tables.lock());
         let losses = crate::finish::Losses {
             tensors: shared.dropped.tensor.load(Ordering::Relaxed),
             args: shared.dropped.orch_arg.load(Ordering::Relaxed),
@@ -503,6 +524,7 @@ impl DumpSession {
             .join()
             .map_err(|_| DumpError::Config("the dump collector panicked".into()))?;
         collected.races = std::mem::take(&mut self.races);
+        collected.tables = tables;
         let dirs = std::mem::take(&mut self.created_dirs);
         crate::finish::export(
             &self.cfg,
@@ -556,14 +578,91 @@ mod tests {
                 role: ArgRole::Input,
                 subject: crate::Subject::Scalar(simpler_core::Scalar::u64(0)),
             }));
+            b.kept.push(crate::kept::kept_for_test(
+                TaskId::new(0, i as u32),
+                crate::Stage::BeforeDispatch,
+                0,
+                ArgRole::Input,
+            ));
             pool.put(b);
         }
         // Two kept (the cap), newest first, each empty.
         for _ in 0..2 {
             let b = pool.take().expect("a kept batch");
-            assert!(b.records.is_empty() && b.arena.is_empty() && b.side.is_empty());
+            assert!(b.records.is_empty() && b.kept.is_empty());
+            assert!(b.arena.is_empty() && b.side.is_empty());
         }
         assert!(pool.take().is_none());
+    }
+
+    /// Two producers on two threads intern their layouts and func-id
+    /// lists in the run's one table, each meeting the other's entries
+    /// first in a different order: every record of the manifest must
+    /// still carry its own task's func id, shape, dtype and bytes.
+    #[test]
+    fn producers_on_two_threads_share_one_layout_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let gm = Gm::new(1 << 20).unwrap();
+        // Layout `s`: a UINT8 vector of 8 + s elements, filled with `s`.
+        let bufs: Vec<u64> = (0..12u8)
+            .map(|s| {
+                let n = 8 + usize::from(s);
+                let a = gm.alloc(n as u64).unwrap();
+                gm.write(a, &vec![s; n]).unwrap();
+                a
+            })
+            .collect();
+        let cfg = DumpConfig {
+            arena_bytes: 1024,
+            queue_buffers: 1,
+            ..DumpConfig::new(dir.path().join("d"))
+        };
+        let session = DumpSession::start(cfg).unwrap();
+        std::thread::scope(|scope| {
+            for t in 0..2u32 {
+                let mut p = session.producer();
+                let (gm, bufs) = (&gm, &bufs);
+                scope.spawn(move || {
+                    for i in 0..600u32 {
+                        // Thread 0 walks the layouts up, thread 1 down.
+                        let s = if t == 0 { i % 12 } else { 11 - i % 12 };
+                        let n = 8 + s;
+                        let tensors = [TaskTensor {
+                            desc: ChipTensor::contiguous(bufs[s as usize], &[n], DType::Uint8),
+                            role: ArgRole::Input,
+                            marked: false,
+                        }];
+                        let view = TaskView {
+                            task_id: TaskId::new(t, i),
+                            func_ids: &[s],
+                            tensors: &tensors,
+                            scalars: &[],
+                        };
+                        p.before_dispatch(&view, gm);
+                    }
+                });
+            }
+        });
+        let s = session.finish(RunStatus::Complete, vec![]).unwrap();
+        let json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(s.json_path.unwrap()).unwrap()).unwrap();
+        let bin = std::fs::read(&s.bin_path).unwrap();
+        let records = json["tensors"].as_array().unwrap();
+        assert_eq!(records.len(), 1200);
+        for r in records {
+            let task = TaskId::parse(r["task_id"].as_str().unwrap()).unwrap();
+            let i = task.local();
+            let s = u64::from(if task.ring() == 0 { i % 12 } else { 11 - i % 12 });
+            assert_eq!(r["func_id"], serde_json::json!([s]), "{task}");
+            assert_eq!(r["shape"], serde_json::json!([8 + s]), "{task}");
+            assert_eq!(r["dtype"], "UINT8", "{task}");
+            let (at, n) = (
+                r["bin_offset"].as_u64().unwrap() as usize,
+                r["bin_size"].as_u64().unwrap() as usize,
+            );
+            assert_eq!(n as u64, 8 + s, "{task}");
+            assert!(bin[at..at + n].iter().all(|&b| u64::from(b) == s), "{task}");
+        }
     }
 
     /// Batches are recycled (a 4 KiB arena, one queued batch): captures of

@@ -3,11 +3,19 @@
 //! A large dump holds hundreds of thousands of records. Formatting their
 //! JSON while the graph runs would take CPU from the run and hold the whole
 //! manifest text (hundreds of MB) in memory until it can be sorted. Instead
-//! the collector keeps each record as a fixed 56-byte [`Kept`] whose
-//! repeated parts — the layout (dtype, shape, strides, contiguity) and the
-//! func-id list — are interned once with their JSON fragments pre-formatted.
-//! The export then sorts and formats in parallel, after the run, when the
-//! CPUs are free; formatting a record is mostly copying those fragments.
+//! each record is kept as a fixed 56-byte [`Kept`] whose repeated parts —
+//! the layout (dtype, shape, strides, contiguity) and the func-id list —
+//! are interned once in the run's [`Tables`] with their JSON fragments
+//! pre-formatted. The export then sorts and formats in parallel, after the
+//! run, when the CPUs are free; formatting a record is mostly copying those
+//! fragments.
+//!
+//! Producers build the [`Kept`] form themselves, as they capture
+//! ([`Interner`]: a few recently used layouts cached per producer, the
+//! shared tables locked only for one not seen before). What travels to the
+//! collector is then 56 bytes a record instead of the whole descriptor,
+//! and the collector only moves each record's payload offset into the
+//! file's.
 
 use std::collections::HashMap;
 
@@ -143,22 +151,13 @@ pub(crate) struct Tables {
 
 const RECENT: usize = 8;
 
-impl Tables {
-    /// Compact `r`, whose payload starts at `bin_base + r.arena_offset`.
-    pub fn keep(&mut self, r: &TensorRecord, bin_base: u64) -> Kept {
-        let (key, addr_or_bits, start_offset) = match r.subject {
-            Subject::Tensor(t) => (
-                LayoutKey::Tensor {
-                    dtype: t.dtype,
-                    ndims: t.ndims.min(MAX_DIMS as u32) as u8,
-                    shape: t.shapes,
-                    strides: t.strides,
-                    contiguous: t.is_contiguous,
-                },
-                t.addr,
-                t.start_offset,
-            ),
-            Subject::Scalar(s) => (LayoutKey::Scalar(s.dtype), s.bits, 0),
+impl Kept {
+    /// Compact `r`, whose payload starts at `bin_base + r.arena_offset`,
+    /// with its layout and func-id list interned as `layout` and `funcs`.
+    fn new(r: &TensorRecord, layout: u32, funcs: u32, bin_base: u64) -> Kept {
+        let (addr_or_bits, start_offset) = match r.subject {
+            Subject::Tensor(t) => (t.addr, t.start_offset),
+            Subject::Scalar(s) => (s.bits, 0),
         };
         let role = ROLES.iter().position(|&x| x == r.role).unwrap_or(0) as u8;
         let mut flags = role << Flags::ROLE_SHIFT;
@@ -183,11 +182,83 @@ impl Tables {
                 0
             },
             bin_size: r.payload_len,
-            layout: self.layout(key),
-            funcs: self.funcs(r.func_ids, r.n_funcs),
+            layout,
+            funcs,
             arg_index: r.arg_index.min(255) as u8,
             flags,
         }
+    }
+
+    /// The same record with its payload `base` bytes further into the
+    /// file (a batch's arena offsets become `.bin` offsets).
+    pub fn moved_by(mut self, base: u64) -> Kept {
+        if self.bin_size > 0 {
+            self.bin_offset += base;
+        }
+        self
+    }
+}
+
+impl LayoutKey {
+    /// What of `subject` repeats from record to record.
+    fn of(subject: &Subject) -> LayoutKey {
+        match *subject {
+            Subject::Tensor(t) => LayoutKey::Tensor {
+                dtype: t.dtype,
+                ndims: t.ndims.min(MAX_DIMS as u32) as u8,
+                shape: t.shapes,
+                strides: t.strides,
+                contiguous: t.is_contiguous,
+            },
+            Subject::Scalar(s) => LayoutKey::Scalar(s.dtype),
+        }
+    }
+}
+
+/// One producer's way into the run's shared [`Tables`]: the layouts and
+/// func-id list it used last, so that the lock is taken only for one it
+/// has not met (a run cycles through a handful).
+#[derive(Debug, Default)]
+pub(crate) struct Interner {
+    recent: [(Option<LayoutKey>, u32); RECENT],
+    next_recent: usize,
+    last_funcs: Option<(([u32; 3], u8), u32)>,
+}
+
+impl Interner {
+    /// Compact `r` (payload at `r.arena_offset` of its batch: see
+    /// [`Kept::moved_by`]), interning what is new in `tables`.
+    pub fn keep(&mut self, r: &TensorRecord, tables: &parking_lot::Mutex<Tables>) -> Kept {
+        let key = LayoutKey::of(&r.subject);
+        let fkey = (r.func_ids, r.n_funcs.min(3));
+        let layout = match self.recent.iter().find(|(k, _)| *k == Some(key)) {
+            Some(&(_, id)) => id,
+            None => {
+                let id = tables.lock().layout(key);
+                self.recent[self.next_recent] = (Some(key), id);
+                self.next_recent = (self.next_recent + 1) % RECENT;
+                id
+            }
+        };
+        let funcs = match self.last_funcs {
+            Some((k, id)) if k == fkey => id,
+            _ => {
+                let id = tables.lock().funcs(r.func_ids, r.n_funcs);
+                self.last_funcs = Some((fkey, id));
+                id
+            }
+        };
+        Kept::new(r, layout, funcs, 0)
+    }
+}
+
+impl Tables {
+    /// Compact `r`, whose payload starts at `bin_base + r.arena_offset`.
+    #[cfg(test)]
+    pub fn keep(&mut self, r: &TensorRecord, bin_base: u64) -> Kept {
+        let layout = self.layout(LayoutKey::of(&r.subject));
+        let funcs = self.funcs(r.func_ids, r.n_funcs);
+        Kept::new(r, layout, funcs, bin_base)
     }
 
     fn layout(&mut self, key: LayoutKey) -> u32 {

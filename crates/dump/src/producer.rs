@@ -17,6 +17,7 @@ use simpler_core::{
 
 use crate::{
     collector::{Batch, Shared},
+    kept::Interner,
     record::{
         takes, DispatchRecord, OrchArgRecord, Record, Stage, Subject, TensorRecord, CAPTURE_HEAD,
     },
@@ -68,12 +69,13 @@ pub struct DispatchView<'a> {
 pub struct Producer {
     shared: Arc<Shared>,
     batch: Batch,
+    interner: Interner,
 }
 
 impl std::fmt::Debug for Producer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Producer")
-            .field("records", &self.batch.records.len())
+            .field("records", &(self.batch.kept.len() + self.batch.records.len()))
             .finish()
     }
 }
@@ -81,7 +83,11 @@ impl std::fmt::Debug for Producer {
 impl Producer {
     pub(crate) fn new(shared: Arc<Shared>) -> Producer {
         let batch = shared.fresh_batch();
-        Producer { shared, batch }
+        Producer {
+            shared,
+            batch,
+            interner: Interner::default(),
+        }
     }
 
     /// Record a task's inputs, inouts and scalars (call once per task, before
@@ -155,17 +161,24 @@ impl Producer {
     /// than the arena gets a batch of its own (block policy).
     fn make_room(&mut self, payload: usize) {
         let cap = self.shared.cfg.arena_bytes;
-        let fits = self.batch.records.len() < self.shared.record_cap
+        let records = self.batch.kept.len() + self.batch.records.len();
+        let fits = records < self.shared.record_cap
             && self.batch.arena.len() + payload <= cap
             && self.batch.side.len() + MAX_CAPTURE <= cap.max(MAX_CAPTURE);
-        if !fits && !self.batch.records.is_empty() {
+        if !fits && records > 0 {
             self.flush();
         }
     }
 
     fn push_scalar(&mut self, rec: TensorRecord) {
         self.make_room(0);
-        self.batch.records.push(Record::Tensor(rec));
+        self.keep(&rec);
+    }
+
+    /// Append `rec` in the compact form the collector keeps.
+    fn keep(&mut self, rec: &TensorRecord) {
+        let k = self.interner.keep(rec, &self.shared.tables);
+        self.batch.kept.push(k);
     }
 
     fn push_tensor(
@@ -200,7 +213,7 @@ impl Producer {
         self.batch.arena.truncate(start + keep);
         rec.arena_offset = start as u64;
         rec.payload_len = keep as u64;
-        self.batch.records.push(Record::Tensor(rec));
+        self.keep(&rec);
     }
 
     /// Record one argument of the orchestration (metadata only).
@@ -281,7 +294,7 @@ impl Producer {
                 {
                     // Every discarded record is counted, by kind, so each
                     // file reports its own losses.
-                    self.shared.dropped.count(&b.records);
+                    self.shared.dropped.count(&b);
                     self.shared.recycle(b);
                 }
             }
@@ -293,7 +306,7 @@ impl Drop for Producer {
     /// Whatever is buffered goes to the collector (always waiting: the run
     /// is over, so nothing is gained by dropping).
     fn drop(&mut self) {
-        if !self.batch.records.is_empty() {
+        if !(self.batch.kept.is_empty() && self.batch.records.is_empty()) {
             let b = std::mem::take(&mut self.batch);
             let _ = self.shared.tx.send(b);
         }

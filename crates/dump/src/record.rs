@@ -53,7 +53,8 @@ pub enum Subject {
     Scalar(Scalar),
 }
 
-/// One tensor-dump record, with its payload's place in the producer's arena.
+/// One tensor-dump record, with its payload's place in the producer's
+/// arena, as a producer describes it (and compacts it at once).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TensorRecord {
     /// Task.
@@ -134,11 +135,10 @@ pub struct DispatchRecord {
 /// Bytes captured per dispatch before the descriptors: slots and contexts.
 pub const CAPTURE_HEAD: usize = simpler_core::abi::ARG_SLOTS * 8 + 16;
 
-/// Any record a producer appends.
+/// A side-file record a producer appends (a task's tensors and scalars
+/// travel compact, as the collector keeps them: `kept.rs`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Record {
-    /// A task's tensor or scalar (`tensor_dump.json`).
-    Tensor(TensorRecord),
     /// An orchestration argument (`args_dump.json`).
     OrchArg(OrchArgRecord),
     /// A dispatch's argument array (`kernel_args_dump.json`).
