@@ -72,7 +72,8 @@ pub(crate) struct Dropped {
 impl Dropped {
     /// Count every record of `b`, by kind.
     pub fn count(&self, b: &Batch) {
-        self.tensor.fetch_add(b.kept.len() as u64, Ordering::Relaxed);
+        self.tensor
+            .fetch_add(b.kept.len() as u64, Ordering::Relaxed);
         for r in &b.records {
             let c = match r {
                 Record::OrchArg(_) => &self.orch_arg,
@@ -652,7 +653,11 @@ mod tests {
         for r in records {
             let task = TaskId::parse(r["task_id"].as_str().unwrap()).unwrap();
             let i = task.local();
-            let s = u64::from(if task.ring() == 0 { i % 12 } else { 11 - i % 12 });
+            let s = u64::from(if task.ring() == 0 {
+                i % 12
+            } else {
+                11 - i % 12
+            });
             assert_eq!(r["func_id"], serde_json::json!([s]), "{task}");
             assert_eq!(r["shape"], serde_json::json!([8 + s]), "{task}");
             assert_eq!(r["dtype"], "UINT8", "{task}");

@@ -75,7 +75,10 @@ pub struct Producer {
 impl std::fmt::Debug for Producer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Producer")
-            .field("records", &(self.batch.kept.len() + self.batch.records.len()))
+            .field(
+                "records",
+                &(self.batch.kept.len() + self.batch.records.len()),
+            )
             .finish()
     }
 }
