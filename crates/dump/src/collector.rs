@@ -150,6 +150,8 @@ pub(crate) struct Collected {
     pub kept: Vec<Kept>,
     /// Their interned layouts and func-id lists.
     pub tables: Tables,
+    /// Their number per task, for the export's ordering.
+    pub task_counts: crate::order::TaskCounts,
     /// Orchestration arguments.
     pub orch: Vec<simpler_format::args_dump::OrchArg>,
     /// Dispatches: (dispatch id, range of `dispatch_json`).
@@ -247,6 +249,7 @@ fn collector_main(
     let mut c = Collected {
         kept: Vec::new(),
         tables: Tables::default(),
+        task_counts: Default::default(),
         orch: Vec::new(),
         dispatches: Vec::new(),
         dispatch_json: Vec::new(),
@@ -289,13 +292,20 @@ fn collector_main(
 
 /// Keep `batch`'s records, its payload at `base` in the `.bin`.
 fn keep_records(c: &mut Collected, batch: &Batch, base: u64) {
+    let (kept, counts) = (&mut c.kept, &mut c.task_counts);
     if c.bin_error.is_none() {
-        c.kept.extend(batch.kept.iter().map(|k| k.moved_by(base)));
+        kept.extend(batch.kept.iter().map(|k| {
+            counts.add(k.task_id);
+            k.moved_by(base)
+        }));
     } else {
         // Payload after a failed write never reaches the file.
         for k in &batch.kept {
             match k.bin_size {
-                0 => c.kept.push(*k),
+                0 => {
+                    counts.add(k.task_id);
+                    kept.push(*k);
+                }
                 _ => c.lost += 1,
             }
         }
@@ -320,6 +330,7 @@ fn keep_records(c: &mut Collected, batch: &Batch, base: u64) {
 fn write_failed(c: &mut Collected, hook: &FailureHook, reached: u64, e: std::io::Error) {
     let before = c.kept.len();
     c.kept.retain(|k| k.payload_within(reached));
+    c.task_counts.give_up();
     c.lost += (before - c.kept.len()) as u64;
     hook.failed(crate::durable::os_message(&e));
     c.bin_error = Some(e);

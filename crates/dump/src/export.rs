@@ -327,7 +327,7 @@ pub(crate) fn write_manifest(
         n.add(k, upstream);
     }
     // Indices of the records, not the records themselves, are sorted.
-    let order = crate::order::record_order(&c.kept, upstream);
+    let order = crate::order::record_order(&c.kept, upstream, Some(&c.task_counts));
     // The record list is last; stream it one record per line.
     let head = match cfg.layout {
         DumpLayout::Native => native_head(cfg, c, &n, end),

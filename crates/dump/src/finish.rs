@@ -242,6 +242,7 @@ fn attempts(
 fn cut(c: &mut Collected, len: u64) -> Result<u64, Failed> {
     let before = c.kept.len();
     c.kept.retain(|k| k.payload_within(len));
+    c.task_counts.give_up();
     c.bin_bytes = c.bin_bytes.min(len);
     if let Some(bin) = &c.bin {
         bin.file()

@@ -9,6 +9,11 @@
 //! a scatter of 4-byte indices), then each task's few are sorted by key.
 //! Ids spread wider than [`DENSE`] × the records (tasks in several rings,
 //! whose ids are `ring << 32 | local`) take a comparison sort instead.
+//!
+//! The ordering runs after the graph, before the manifest's first byte can
+//! go to the disk, so the collector counts each task's records as they
+//! arrive ([`TaskCounts`]): the export then skips two of its passes over
+//! every record (the range of ids, the counts).
 
 use crate::kept::Kept;
 
@@ -16,39 +21,119 @@ use crate::kept::Kept;
 /// record (the counts array costs a word per id in the span).
 const DENSE: u64 = 4;
 
-/// Indices into `kept` in the manifest's order (see the module doc).
-pub(crate) fn record_order(kept: &[Kept], upstream: bool) -> Vec<u32> {
+/// Ids a [`TaskCounts`] may span before the records seen justify it (the
+/// first batches to arrive need not hold the lowest ids).
+const MIN_SPAN: u64 = 1 << 16;
+
+/// Records per task id, counted as the collector keeps them: a dense table
+/// from the lowest id seen to the highest. It gives up (and the export
+/// counts again) when the ids spread wider than a dense table is worth,
+/// or when records are taken out after being counted.
+#[derive(Debug, Default)]
+pub(crate) struct TaskCounts {
+    lo: u64,
+    /// `counts[t - lo]`: records of task `t`.
+    counts: Vec<u32>,
+    /// Records counted.
+    total: u64,
+    gave_up: bool,
+}
+
+impl TaskCounts {
+    /// Count one record of `task`.
+    #[inline]
+    pub fn add(&mut self, task: u64) {
+        // The common case: a task inside the table (or a table given up).
+        if let Some(n) = self.counts.get_mut(task.wrapping_sub(self.lo) as usize) {
+            *n += 1;
+            self.total += 1;
+        } else if !self.gave_up {
+            self.add_outside(task);
+        }
+    }
+
+    /// Count a record of a task outside the table, growing it.
+    fn add_outside(&mut self, task: u64) {
+        if self.counts.is_empty() {
+            self.lo = task;
+        }
+        if task < self.lo {
+            let extra = self.lo - task;
+            if !self.fits(extra.saturating_add(self.counts.len() as u64)) {
+                return self.give_up();
+            }
+            self.counts
+                .splice(0..0, std::iter::repeat_n(0, extra as usize));
+            self.lo = task;
+        }
+        let i = task - self.lo;
+        if i >= self.counts.len() as u64 {
+            if !self.fits(i + 1) {
+                return self.give_up();
+            }
+            self.counts.resize(i as usize + 1, 0);
+        }
+        self.counts[i as usize] += 1;
+        self.total += 1;
+    }
+
+    fn fits(&self, span: u64) -> bool {
+        span <= self
+            .total
+            .saturating_add(1)
+            .saturating_mul(DENSE)
+            .max(MIN_SPAN)
+    }
+
+    /// The counts no longer describe the records (some were taken out).
+    pub fn give_up(&mut self) {
+        self.gave_up = true;
+        self.counts = Vec::new();
+    }
+
+    /// `(lowest id, counts)` when they describe exactly `n` records.
+    fn exact(&self, n: usize) -> Option<(u64, &[u32])> {
+        (!self.gave_up && !self.counts.is_empty() && self.total == n as u64)
+            .then_some((self.lo, &self.counts))
+    }
+}
+
+/// Indices into `kept` in the manifest's order (see the module doc), with
+/// the collector's counts of its records when it kept them.
+pub(crate) fn record_order(
+    kept: &[Kept],
+    upstream: bool,
+    counted: Option<&TaskCounts>,
+) -> Vec<u32> {
     let key = |i: u32| kept[i as usize].sort_key(upstream) | u128::from(i);
-    let Some((lo, hi)) = kept.iter().fold(None, |acc, k| match acc {
-        None => Some((k.task_id, k.task_id)),
-        Some((lo, hi)) => Some((k.task_id.min(lo), k.task_id.max(hi))),
-    }) else {
-        return Vec::new();
+    let dense = |span: u64| span < (kept.len() as u64).saturating_mul(DENSE);
+    let bucketed = match counted.and_then(|c| c.exact(kept.len())) {
+        Some((lo, counts)) if dense(counts.len() as u64 - 1) => {
+            scatter(kept, lo, counts.iter().map(|&n| n as usize))
+        }
+        _ => None,
     };
-    let span = hi - lo;
-    if span >= (kept.len() as u64).saturating_mul(DENSE) {
+    let bucketed = bucketed.or_else(|| {
+        let (lo, hi) = kept.iter().fold(None, |acc, k| match acc {
+            None => Some((k.task_id, k.task_id)),
+            Some((lo, hi)) => Some((k.task_id.min(lo), k.task_id.max(hi))),
+        })?;
+        if !dense(hi - lo) {
+            return None;
+        }
+        let mut counts = vec![0usize; (hi - lo) as usize + 1];
+        for k in kept {
+            counts[(k.task_id - lo) as usize] += 1;
+        }
+        scatter(kept, lo, counts.into_iter())
+    });
+    let Some((start, mut out)) = bucketed else {
         let keys = (0..kept.len() as u32).map(key).collect();
         return sort_two_halves(keys)
             .into_iter()
             .map(|k| k as u32)
             .collect();
-    }
-    let bucket = |k: &Kept| (k.task_id - lo) as usize;
-    // start[b]..start[b + 1]: where task `lo + b`'s records go.
-    let mut start = vec![0usize; span as usize + 2];
-    for k in kept {
-        start[bucket(k) + 1] += 1;
-    }
-    for b in 1..start.len() {
-        start[b] += start[b - 1];
-    }
-    let mut next = start.clone();
-    let mut out = vec![0u32; kept.len()];
-    for (i, k) in kept.iter().enumerate() {
-        let b = bucket(k);
-        out[next[b]] = i as u32;
-        next[b] += 1;
-    }
+    };
     // Each key computed once: a task's keys are sorted in a scratch list.
     let mut keys = Vec::new();
     for w in start.windows(2) {
@@ -63,6 +148,37 @@ pub(crate) fn record_order(kept: &[Kept], upstream: bool) -> Vec<u32> {
         }
     }
     out
+}
+
+/// Indices into `kept` grouped by task (`start[b]..start[b + 1]`: task
+/// `lo + b`'s, in arrival order), from each task's record count; `None`
+/// when the counts do not match the records.
+fn scatter(
+    kept: &[Kept],
+    lo: u64,
+    counts: impl ExactSizeIterator<Item = usize>,
+) -> Option<(Vec<usize>, Vec<u32>)> {
+    let mut start = Vec::with_capacity(counts.len() + 1);
+    start.push(0usize);
+    for n in counts {
+        start.push(start.last()? + n);
+    }
+    if *start.last()? != kept.len() {
+        return None;
+    }
+    let mut next = start.clone();
+    let mut out = vec![0u32; kept.len()];
+    for (i, k) in kept.iter().enumerate() {
+        let b = usize::try_from(k.task_id.checked_sub(lo)?).ok()?;
+        let end = *start.get(b + 1)?;
+        let at = &mut next[b];
+        if *at >= end {
+            return None;
+        }
+        out[*at] = i as u32;
+        *at += 1;
+    }
+    Some((start, out))
 }
 
 /// Sort distinct keys: both halves at once on two threads, then one merge
@@ -159,8 +275,14 @@ mod tests {
             let rings: Vec<u64> = ring.iter().enumerate().map(|(i, &r)| (r << 32) | (i as u64 % 7)).collect();
             for tasks in [dense, spread, rings] {
                 let kept = records(&tasks, &rest);
+                let mut counted = TaskCounts::default();
+                for k in &kept {
+                    counted.add(k.task_id);
+                }
                 for upstream in [false, true] {
-                    prop_assert_eq!(record_order(&kept, upstream), by_plain_sort(&kept, upstream));
+                    let want = by_plain_sort(&kept, upstream);
+                    prop_assert_eq!(&record_order(&kept, upstream, None), &want);
+                    prop_assert_eq!(&record_order(&kept, upstream, Some(&counted)), &want);
                 }
             }
         }
@@ -176,7 +298,63 @@ mod tests {
             &[],
         ] {
             let kept = records(tasks, &rest);
-            assert_eq!(record_order(&kept, false), by_plain_sort(&kept, false));
+            assert_eq!(
+                record_order(&kept, false, None),
+                by_plain_sort(&kept, false)
+            );
         }
+    }
+
+    /// Counts that do not describe the records — one record fewer, one
+    /// moved to another task, a task outside their range — are not
+    /// trusted: the order is still a plain sort's.
+    #[test]
+    fn counts_that_do_not_match_are_not_used() {
+        let rest = [(1, 3, 0), (0, 1, 2), (2, 0, 1)];
+        let tasks: Vec<u64> = (0..40).map(|i| 100 + i % 13).collect();
+        let kept = records(&tasks, &rest);
+        let want = by_plain_sort(&kept, false);
+        let count = |ids: &[u64]| {
+            let mut c = TaskCounts::default();
+            ids.iter().for_each(|&t| c.add(t));
+            c
+        };
+        let mut moved = tasks.clone();
+        moved[5] = 101;
+        let mut outside = tasks.clone();
+        outside[7] = 99;
+        for wrong in [count(&tasks[1..]), count(&moved), count(&outside[..39]), {
+            let mut c = count(&tasks);
+            c.give_up();
+            c
+        }] {
+            assert_eq!(record_order(&kept, false, Some(&wrong)), want, "{wrong:?}");
+        }
+        assert_eq!(record_order(&kept, false, Some(&count(&tasks))), want);
+    }
+
+    /// Ids arriving far below the first ones re-base the table; ids too
+    /// spread for a dense table make it give up, and the order holds.
+    #[test]
+    fn counts_rebase_and_give_up() {
+        let mut c = TaskCounts::default();
+        for t in [500u64, 502, 3, 501, 3] {
+            c.add(t);
+        }
+        let (lo, counts) = c.exact(5).expect("five records counted");
+        assert_eq!((lo, counts.len()), (3, 500), "ids 3..=502");
+        assert_eq!(
+            (counts[0], counts[497], counts[498], counts[499]),
+            (2, 1, 1, 1)
+        );
+        assert_eq!(counts.iter().sum::<u32>(), 5);
+        c.add(u64::MAX);
+        assert!(c.exact(6).is_none(), "gave up on a spread id");
+        let rest = [(1, 3, 0)];
+        let kept = records(&[500, 502, 3, 501, 3, u64::MAX], &rest);
+        assert_eq!(
+            record_order(&kept, false, Some(&c)),
+            by_plain_sort(&kept, false)
+        );
     }
 }
