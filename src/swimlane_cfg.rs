@@ -134,5 +134,6 @@ pub fn write(
                 .display()
         ));
     }
+    drop(log);
     Ok(())
 }

@@ -12,7 +12,8 @@
 //! - [`Error`]: the one reader error, with field paths and values echoed
 //!   at most 80 characters long; [`json::from_slice`] parses a whole file
 //!   into a type with it.
-//! - [`durable::write_atomic`]: the one atomic, durable file writer.
+//! - [`durable::write_atomic`]: the one atomic, durable file writer;
+//!   [`stream::Seq`] writes a list from an iterator without building it.
 //!
 //! Writing (`simpler-dump`) and reading (`simpler-inspect`) both use these
 //! types, so neither can drift from the other.
@@ -38,6 +39,7 @@ pub mod hex;
 pub mod json;
 pub mod kernel_args;
 pub mod scalar;
+pub mod stream;
 pub mod swimlane;
 #[cfg(feature = "synth")]
 pub mod synth;

@@ -60,7 +60,9 @@ impl fmt::Display for Dec64 {
 
 impl Serialize for Dec64 {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(&self.0)
+        // Formatted on the stack, not through `collect_str`'s `fmt`
+        // machinery: CaseLarge's deps.json has ~1.2 M of these.
+        s.serialize_str(itoa::Buffer::new().format(self.0))
     }
 }
 
@@ -287,23 +289,27 @@ pub struct OrchPhase {
 }
 
 /// `deps.json`: the task graph of a run.
+///
+/// The lists are type parameters so that a writer can serialize them
+/// from its own records as it goes ([`crate::stream::Seq`]) with the
+/// field names owned here; read, they are `Vec`s.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Deps {
+pub struct Deps<T = Vec<DepTask>, N = Vec<DepTensor>, E = Vec<DepEdge>> {
     /// Ours ([`SWIMLANE_SCHEMA_VERSION`]); absent in upstream files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schema_version: Option<u32>,
-    /// Every submitted task, in submission order.
-    pub tasks: Vec<DepTask>,
-    /// Every tensor a task argument names.
+    /// Every submitted task ([`DepTask`]), in submission order.
+    pub tasks: T,
+    /// Every tensor a task argument names ([`DepTensor`]).
     #[serde(default)]
-    pub tensors: Vec<DepTensor>,
-    /// Every dependency edge, with its source.
-    pub edges: Vec<DepEdge>,
+    pub tensors: N,
+    /// Every dependency edge ([`DepEdge`]), with its source.
+    pub edges: E,
 }
 
-/// A task of [`Deps`].
+/// A task of [`Deps`] (its argument list a type parameter, as there).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DepTask {
+pub struct DepTask<A = Vec<DepArg>> {
     /// Task id.
     pub task_id: Dec64,
     /// Scope depth it was submitted at (0 = top level).
@@ -314,9 +320,9 @@ pub struct DepTask {
     /// SPMD blocks.
     #[serde(default = "one")]
     pub block_num: u32,
-    /// Its tensor arguments, in slot order.
+    /// Its tensor arguments ([`DepArg`]), in slot order.
     #[serde(default)]
-    pub args: Vec<DepArg>,
+    pub args: A,
 }
 
 fn one() -> u32 {
@@ -324,9 +330,10 @@ fn one() -> u32 {
 }
 
 /// A tensor argument of a [`DepTask`]. Read leniently (every field but
-/// `idx` may be missing): nothing we compute needs it.
+/// `idx` may be missing): nothing we compute needs it. `D`, the dims, is
+/// a `Vec` read and may be a borrowed slice written.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DepArg {
+pub struct DepArg<D = Vec<u32>> {
     /// Argument slot.
     pub idx: u32,
     /// Role: `input`, `output`, `inout`, `output_existing`, `no_dep`.
@@ -340,13 +347,13 @@ pub struct DepArg {
     pub dtype: Cow<'static, str>,
     /// Shape of the view.
     #[serde(default)]
-    pub shape: Vec<u32>,
+    pub shape: D,
     /// First element of the view inside the buffer.
     #[serde(default)]
     pub start_offset: Dec64,
     /// Strides of the view, in elements.
     #[serde(default)]
-    pub strides: Vec<u32>,
+    pub strides: D,
 }
 
 /// A buffer of [`Deps`].
@@ -378,9 +385,9 @@ pub mod source {
     pub const EXPLICIT: &str = "explicit";
 }
 
-/// An edge of [`Deps`]: `succ` waits for `pred`.
+/// An edge of [`Deps`]: `succ` waits for `pred`. `D` as in [`DepArg`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DepEdge {
+pub struct DepEdge<D = Vec<u32>> {
     /// Producer task id.
     pub pred: Dec64,
     /// Consumer task id.
@@ -402,22 +409,22 @@ pub struct DepEdge {
     pub tensor_id: Option<Dec64>,
     /// The consumer's view: shape, start offset, strides.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub consumer_shape: Option<Vec<u32>>,
+    pub consumer_shape: Option<D>,
     /// See `consumer_shape`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub consumer_start_offset: Option<Dec64>,
     /// See `consumer_shape`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub consumer_strides: Option<Vec<u32>>,
+    pub consumer_strides: Option<D>,
     /// The producer's view: shape, start offset, strides.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub producer_shape: Option<Vec<u32>>,
+    pub producer_shape: Option<D>,
     /// See `producer_shape`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub producer_start_offset: Option<Dec64>,
     /// See `producer_shape`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub producer_strides: Option<Vec<u32>>,
+    pub producer_strides: Option<D>,
 }
 
 /// `flags` bits of [`DepEdge`].

@@ -37,6 +37,7 @@
 
 pub mod check;
 pub mod critical;
+mod deps;
 mod files;
 pub mod model;
 pub mod overhead;

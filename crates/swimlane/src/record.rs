@@ -2,17 +2,19 @@
 //! `chip_swimlane_records.json`, `deps.json` and the name map.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
-use simpler_core::{topology, ArgRole, ChipTensor};
+use simpler_core::topology;
 use simpler_format::swimlane::{
-    phase, source, AicoreRow, AicpuRow, Dec64, DepArg, DepEdge, DepTask, DepTensor, Deps, Metadata,
-    NameMap, OrchPhase, Records, SchedPhase, SWIMLANE_SCHEMA_VERSION,
+    phase, source, AicoreRow, AicpuRow, Dec64, DepEdge, DepTask, Deps, Metadata, NameMap,
+    OrchPhase, Records, SchedPhase, SWIMLANE_SCHEMA_VERSION,
 };
 use simpler_runtime::{
-    swimlane::{EdgeSource, PhaseKind, TaskRecord},
+    swimlane::{EdgeSource, PhaseKind},
     SwimlaneLog,
 };
+
+pub use crate::deps::deps;
 
 /// Our recorded clock: host nanoseconds as 1 GHz cycles.
 pub const HOST_CLOCK_HZ: u64 = 1_000_000_000;
@@ -125,69 +127,6 @@ fn sched_phase(p: &simpler_runtime::swimlane::SchedPhaseRecord) -> SchedPhase {
     }
 }
 
-/// Tensor ids: one per buffer (address and creating task), in order of
-/// first use.
-#[derive(Default)]
-struct TensorIds {
-    ids: HashMap<(u64, u64), u64>,
-    list: Vec<DepTensor>,
-}
-
-impl TensorIds {
-    fn id(&mut self, d: &ChipTensor) -> u64 {
-        let key = (d.addr, d.owner_task_id.0);
-        if let Some(&id) = self.ids.get(&key) {
-            return id;
-        }
-        let id = self.list.len() as u64;
-        let elem = d.dtype.size().max(1) as u64;
-        self.list.push(DepTensor {
-            tensor_id: Dec64(id),
-            buffer_addr: Dec64(d.addr),
-            version: i64::from(d.version),
-            dtype: Cow::Borrowed(d.dtype.name()),
-            buffer_numel: Dec64(d.size / elem),
-        });
-        self.ids.insert(key, id);
-        id
-    }
-}
-
-fn role_name(r: ArgRole) -> Cow<'static, str> {
-    Cow::Borrowed(simpler_format::vocab::role_name(r))
-}
-
-fn dims(d: &ChipTensor) -> (Vec<u32>, Vec<u32>) {
-    let n = d.ndims as usize;
-    (d.shapes[..n].to_vec(), d.strides[..n].to_vec())
-}
-
-fn dep_task(t: &TaskRecord, ids: &mut TensorIds) -> DepTask {
-    DepTask {
-        task_id: Dec64(t.task_id.0),
-        scope: t.scope,
-        kernel_ids: t.kernel_ids.map(|k| k.map_or(-1, i64::from)),
-        block_num: t.block_num,
-        args: t
-            .args
-            .iter()
-            .enumerate()
-            .map(|(i, (role, d))| {
-                let (shape, strides) = dims(d);
-                DepArg {
-                    idx: i as u32,
-                    kind: role_name(*role),
-                    tensor_id: Dec64(ids.id(d)),
-                    dtype: Cow::Borrowed(d.dtype.name()),
-                    shape,
-                    start_offset: Dec64(d.start_offset),
-                    strides,
-                }
-            })
-            .collect(),
-    }
-}
-
 /// The graph alone — tasks with their kernels, edges with their source,
 /// no arguments or geometry: what a [`crate::Timeline`] needs, quick to
 /// build.
@@ -228,75 +167,11 @@ pub fn graph(log: &SwimlaneLog) -> Deps {
     }
 }
 
-fn source_name(s: EdgeSource) -> &'static str {
+pub(crate) fn source_name(s: EdgeSource) -> &'static str {
     match s {
         EdgeSource::Creator => source::CREATOR,
         EdgeSource::TensorMap => source::TENSORMAP,
         EdgeSource::Explicit => source::EXPLICIT,
-    }
-}
-
-/// `deps.json` of a recorded run.
-pub fn deps(log: &SwimlaneLog) -> Deps {
-    let mut ids = TensorIds::default();
-    let tasks: Vec<DepTask> = log.tasks.iter().map(|t| dep_task(t, &mut ids)).collect();
-    let by_id: HashMap<u64, &TaskRecord> = log.tasks.iter().map(|t| (t.task_id.0, t)).collect();
-    let edges = log
-        .edges
-        .iter()
-        .map(|e| {
-            let consumer = e
-                .arg
-                .and_then(|a| by_id.get(&e.succ.0)?.args.get(a as usize));
-            let producer = e
-                .pred_arg
-                .and_then(|a| by_id.get(&e.pred.0)?.args.get(a as usize));
-            let overlap = match (e.source, consumer, producer) {
-                (EdgeSource::Creator, _, _) => "full",
-                (_, Some(c), Some(p)) if simpler_runtime::tensormap::covers(&p.1, &c.1) => "full",
-                (_, Some(_), Some(_)) => "partial",
-                _ => "",
-            };
-            let geom = |v: Option<&(ArgRole, ChipTensor)>| {
-                v.map(|(_, d)| {
-                    let (s, st) = dims(d);
-                    (s, Dec64(d.start_offset), st)
-                })
-            };
-            let (cs, co, cst) = split(geom(consumer));
-            let (ps, po, pst) = split(geom(producer));
-            DepEdge {
-                pred: Dec64(e.pred.0),
-                succ: Dec64(e.succ.0),
-                arg: e.arg.map_or(-1, i64::from),
-                source: Cow::Borrowed(source_name(e.source)),
-                flags: e.flags,
-                overlap: Cow::Borrowed(overlap),
-                tensor_id: consumer.map(|c| Dec64(ids.id(&c.1))),
-                consumer_shape: cs,
-                consumer_start_offset: co,
-                consumer_strides: cst,
-                producer_shape: ps,
-                producer_start_offset: po,
-                producer_strides: pst,
-            }
-        })
-        .collect();
-    Deps {
-        schema_version: Some(SWIMLANE_SCHEMA_VERSION),
-        tasks,
-        tensors: ids.list,
-        edges,
-    }
-}
-
-type Geom = Option<(Vec<u32>, Dec64, Vec<u32>)>;
-
-#[allow(clippy::type_complexity)]
-fn split(g: Geom) -> (Option<Vec<u32>>, Option<Dec64>, Option<Vec<u32>>) {
-    match g {
-        Some((s, o, st)) => (Some(s), Some(o), Some(st)),
-        None => (None, None, None),
     }
 }
 
