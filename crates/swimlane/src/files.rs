@@ -262,7 +262,9 @@ pub fn write_run(
     })
 }
 
-/// The `predicted/` files but deps and name map.
+/// The `predicted/` files but deps and name map: the records and
+/// `pmu.csv` on a thread of their own while the Perfetto trace (the
+/// longest to write) is written here.
 fn write_predicted(
     dir: &Path,
     log: &SwimlaneLog,
@@ -275,20 +277,34 @@ fn write_predicted(
     let (g, missing) = crate::predicted::graph_of(log);
     let p = crate::predict::predict(&g, shape, params);
     let precs = crate::predicted::records_of(&g, &p, shape);
-    sink.write(&dir.join(RECORDS_FILE), &mut json_to(&precs))?;
-    sink.write(&dir.join(PMU_FILE), &mut |w| {
-        crate::predicted::write_pmu(&g, &p, w)
-    })?;
-    let pt = Timeline::from_files(&precs, Some(graph), Some(names));
-    sink.write(&dir.join(PERFETTO_FILE), &mut |w| {
-        crate::perfetto::write_perfetto(&pt, w)
-    })?;
-    Ok(PredictSummary {
-        makespan: p.makespan,
-        timeline: pt,
-        static_path: crate::predict::static_critical_path(&g),
-        work: p.dispatches.iter().map(|d| d.member.cost.cycles).sum(),
-        bottlenecks: crate::predicted::bottlenecks(&p),
-        missing,
+    let (g, p, precs) = (&g, &p, &precs);
+    std::thread::scope(|s| {
+        let side = s.spawn(|| -> io::Result<_> {
+            sink.write(&dir.join(RECORDS_FILE), &mut json_to(precs))?;
+            sink.write(&dir.join(PMU_FILE), &mut |w| {
+                crate::predicted::write_pmu(g, p, w)
+            })?;
+            let figures = (
+                crate::predict::static_critical_path(g),
+                crate::predicted::bottlenecks(p),
+            );
+            Ok(figures)
+        });
+        let pt = Timeline::from_files(precs, Some(graph), Some(names));
+        let trace = sink.write(&dir.join(PERFETTO_FILE), &mut |w| {
+            crate::perfetto::write_perfetto(&pt, w)
+        });
+        let (static_path, bottlenecks) = side
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the records writer panicked")))?;
+        trace?;
+        Ok(PredictSummary {
+            makespan: p.makespan,
+            timeline: pt,
+            static_path,
+            work: p.dispatches.iter().map(|d| d.member.cost.cycles).sum(),
+            bottlenecks,
+            missing,
+        })
     })
 }
