@@ -248,8 +248,9 @@ pub mod phase {
 /// One phase of a scheduler loop iteration.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SchedPhase {
-    /// `dispatch`, `complete`, … (see [`phase`]).
-    pub kind: String,
+    /// `dispatch`, `complete`, … (see [`phase`]); borrowed when written,
+    /// so a phase costs no allocation.
+    pub kind: Cow<'static, str>,
     /// Start, cycles.
     pub start_cycles: u64,
     /// End, cycles.

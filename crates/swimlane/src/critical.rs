@@ -4,7 +4,11 @@
 //! Each link's wait is the gap from that predecessor's end to the task's
 //! start: scheduling and dependency-release overhead on the path.
 
+use std::cmp::Reverse;
 use std::collections::HashMap;
+use std::hash::BuildHasher;
+
+use rustc_hash::FxHashMap;
 
 /// A task's span on the timeline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,23 +60,28 @@ impl CriticalPath {
 /// The critical path through `spans` (tasks that ran) along `edges`
 /// (`(pred, succ)`; edges to tasks without a span are ignored). Ties go
 /// to the lower task id, so the result is deterministic.
-pub fn critical_path(spans: &HashMap<u64, Span>, edges: &[(u64, u64)]) -> CriticalPath {
-    let mut preds: HashMap<u64, Vec<u64>> = HashMap::new();
+pub fn critical_path<S: BuildHasher>(
+    spans: &HashMap<u64, Span, S>,
+    edges: &[(u64, u64)],
+) -> CriticalPath {
+    let key = |id: u64| (spans[&id].end, Reverse(id));
+    // The predecessor each task waited for: the one that ended last.
+    let mut waited: FxHashMap<u64, u64> = FxHashMap::default();
     for &(p, s) in edges {
         if spans.contains_key(&p) && spans.contains_key(&s) {
-            preds.entry(s).or_default().push(p);
+            let best = waited.entry(s).or_insert(p);
+            if key(p) > key(*best) {
+                *best = p;
+            }
         }
     }
-    let latest = |ids: &mut dyn Iterator<Item = u64>| {
-        ids.max_by_key(|id| (spans[id].end, std::cmp::Reverse(*id)))
-    };
-    let Some(mut cur) = latest(&mut spans.keys().copied()) else {
+    let Some(mut cur) = spans.keys().copied().max_by_key(|&id| key(id)) else {
         return CriticalPath::default();
     };
     let mut rev = Vec::new();
     loop {
         let span = spans[&cur];
-        let pred = preds.get(&cur).and_then(|p| latest(&mut p.iter().copied()));
+        let pred = waited.get(&cur).copied();
         let wait = pred.map_or(0, |p| span.start.saturating_sub(spans[&p].end));
         rev.push(Link {
             task: cur,
@@ -91,8 +100,8 @@ pub fn critical_path(spans: &HashMap<u64, Span>, edges: &[(u64, u64)]) -> Critic
 }
 
 /// Task spans of a timeline's dispatches.
-pub fn task_spans(t: &crate::Timeline) -> HashMap<u64, Span> {
-    let mut m: HashMap<u64, Span> = HashMap::new();
+pub fn task_spans(t: &crate::Timeline) -> FxHashMap<u64, Span> {
+    let mut m: FxHashMap<u64, Span> = FxHashMap::default();
     for d in &t.dispatches {
         m.entry(d.task)
             .and_modify(|s| {

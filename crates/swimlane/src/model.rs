@@ -3,11 +3,12 @@
 //! the upstream converter reads them (rows joined on `(core_id,
 //! reg_task_id)`, func ids resolved from `deps.json` `kernel_ids`).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap as HashMap;
 
-use simpler_format::swimlane::{Deps, NameMap, OrchPhase, Records, SchedPhase};
+use simpler_format::swimlane::{source, Deps, NameMap, OrchPhase, Records, SchedPhase};
 
 /// One dispatch. Times are raw cycles of the file's clock.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,8 +58,8 @@ pub struct Edge {
     pub pred: u64,
     /// Consumer.
     pub succ: u64,
-    /// `creator`, `tensormap`, `explicit`.
-    pub source: String,
+    /// `creator`, `tensormap`, `explicit` (borrowed when one of these).
+    pub source: Cow<'static, str>,
 }
 
 /// A whole run's timeline.
@@ -133,7 +134,7 @@ impl Timeline {
                 .map(|e| Edge {
                     pred: e.pred.0,
                     succ: e.succ.0,
-                    source: e.source.to_string(),
+                    source: known_source(&e.source),
                 })
                 .collect();
         }
@@ -157,6 +158,7 @@ impl Timeline {
         let kernels: HashMap<u64, [i64; 3]> =
             self.tasks.iter().map(|t| (t.id, t.kernel_ids)).collect();
         let mut unmatched = 0;
+        self.dispatches.reserve(records.aicore_tasks.len());
         for r in &records.aicore_tasks {
             let joined = aicpu.get(&(r.core_id, r.reg_task_id));
             if joined.is_none() && self.level >= 2 {
@@ -230,6 +232,17 @@ impl Timeline {
         let first = self.dispatches.iter().map(|d| d.start).min().unwrap_or(0);
         let last = self.dispatches.iter().map(|d| d.end).max().unwrap_or(0);
         last.saturating_sub(first)
+    }
+}
+
+/// An edge source as read: one of ours borrowed (no allocation per edge),
+/// anything else copied.
+fn known_source(s: &str) -> Cow<'static, str> {
+    match s {
+        source::CREATOR => Cow::Borrowed(source::CREATOR),
+        source::TENSORMAP => Cow::Borrowed(source::TENSORMAP),
+        source::EXPLICIT => Cow::Borrowed(source::EXPLICIT),
+        other => Cow::Owned(other.to_string()),
     }
 }
 

@@ -61,7 +61,7 @@ pub fn overhead(t: &Timeline) -> Overhead {
                 o.busy_iters += 1;
                 last_iter = Some(p.loop_iter);
             }
-            let k = o.by_kind.entry(p.kind.clone()).or_default();
+            let k = o.by_kind.entry(p.kind.to_string()).or_default();
             k.0 += 1;
             k.1 += p.tasks_processed;
             k.2 += cycles;

@@ -179,7 +179,7 @@ fn aicpu_tracks(t: &Timeline) -> Vec<Track> {
             slices: phases
                 .iter()
                 .map(|p| Slice {
-                    name: p.kind.clone(),
+                    name: p.kind.to_string(),
                     start: p.start_cycles,
                     end: p.end_cycles,
                     args: Args::Phase {
@@ -382,7 +382,7 @@ fn write_flows(
                 tid,
                 ts: Some(ts),
                 dur: None,
-                cat: Some(e.source.as_str()),
+                cat: Some(e.source.as_ref()),
                 id: Some(n as u64),
                 bp,
                 args: &Args::None,

@@ -3,6 +3,7 @@
 //! dispatches as a records file ([`records_of`]), `pmu.csv` ([`write_pmu`])
 //! and the bottleneck pipe per func ([`bottlenecks`]).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap as HashMap;
@@ -159,7 +160,7 @@ fn sched_phases(p: &Prediction, scheds: u32) -> Vec<Vec<SchedPhase>> {
         last = Some((d.task, d.block));
         let list = &mut out[d.sched as usize];
         list.push(SchedPhase {
-            kind: phase::DISPATCH.into(),
+            kind: Cow::Borrowed(phase::DISPATCH),
             start_cycles: FILE_ORIGIN + d.sched_start,
             end_cycles: FILE_ORIGIN + d.dispatch,
             loop_iter: list.len() as u64 + 1,
