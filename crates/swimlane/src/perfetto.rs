@@ -15,9 +15,12 @@
 use std::io::{self, Write};
 
 use rustc_hash::FxHashMap;
-use serde::Serialize;
 
 use crate::model::{task_label, Timeline};
+
+mod event;
+
+use event::{plain, str_val, Args, Events};
 
 /// Process ids of the three groups of tracks.
 pub const PID_CORES: u32 = 1;
@@ -30,87 +33,38 @@ pub const PID_ORCH: u32 = 3;
 /// track's.
 const LANES: u32 = 1000;
 
-/// One trace event (the Chrome trace JSON fields we use).
-#[derive(Debug, Serialize)]
-struct Event<'a> {
-    name: &'a str,
-    ph: &'a str,
-    pid: u32,
-    tid: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    ts: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    dur: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    cat: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    id: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    bp: Option<&'a str>,
-    #[serde(skip_serializing_if = "Args::is_none")]
-    args: &'a Args<'a>,
-}
-
-/// Slice and metadata arguments, typed (no JSON value per slice).
-#[derive(Debug, Clone, Serialize)]
-#[serde(untagged)]
-enum Args<'a> {
-    None,
-    Name {
-        name: &'a str,
-    },
-    Sort {
-        sort_index: u32,
-    },
-    Dispatch {
-        #[serde(rename = "taskId")]
-        task_id: String,
-        core_id: u32,
-        reg_task_id: u64,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        dispatch_to_finish_us: Option<f64>,
-    },
-    Phase {
-        loop_iter: u64,
-        tasks_processed: u64,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        pop_hit: Option<u64>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        pop_miss: Option<u64>,
-    },
-    Submit {
-        submit_idx: u64,
-        #[serde(rename = "taskId")]
-        task_id: String,
-    },
-}
-
-impl Args<'_> {
-    fn is_none(a: &&Args<'_>) -> bool {
-        matches!(a, Args::None)
-    }
+/// What a slice shows; its name is formatted as it is written (no
+/// string per slice).
+#[derive(Debug, Clone, Copy)]
+enum Label<'a> {
+    /// `func(rXtY)`.
+    Dispatch { func: Option<u32>, task: u64 },
+    /// The phase's kind.
+    Phase(&'a str),
+    /// `submit(rXtY)`.
+    Submit(u64),
 }
 
 /// A slice before lane packing.
-struct Slice {
-    name: String,
+struct Slice<'a> {
+    label: Label<'a>,
     start: u64,
     end: u64,
-    args: Args<'static>,
+    args: Args<'a>,
     /// Index of the dispatch it shows, for flow arrows.
     dispatch: Option<usize>,
 }
 
 /// A named track of slices.
-struct Track {
+struct Track<'a> {
     pid: u32,
     base_tid: u32,
     name: String,
-    slices: Vec<Slice>,
+    slices: Vec<Slice<'a>>,
 }
 
 /// Lane of each slice (by position), packing in start order.
-fn pack(slices: &[Slice]) -> Vec<u32> {
+fn pack(slices: &[Slice<'_>]) -> Vec<u32> {
     let mut order: Vec<usize> = (0..slices.len()).collect();
     order.sort_by_key(|&i| (slices[i].start, slices[i].end));
     let mut lane_end: Vec<u64> = Vec::new();
@@ -130,7 +84,7 @@ fn pack(slices: &[Slice]) -> Vec<u32> {
     lanes
 }
 
-fn core_tracks(t: &Timeline) -> Vec<Track> {
+fn core_tracks(t: &Timeline) -> Vec<Track<'_>> {
     let n_aic = t.core_types.iter().filter(|c| *c == "aic").count() as u32;
     let mut tracks: Vec<Track> = (0..t.core_types.len() as u32)
         .map(|c| Track {
@@ -148,7 +102,7 @@ fn core_tracks(t: &Timeline) -> Vec<Track> {
             continue;
         };
         let args = Args::Dispatch {
-            task_id: d.task.to_string(),
+            task_id: d.task,
             core_id: d.core,
             reg_task_id: d.reg,
             dispatch_to_finish_us: match (d.dispatch, d.finish) {
@@ -157,7 +111,10 @@ fn core_tracks(t: &Timeline) -> Vec<Track> {
             },
         };
         track.slices.push(Slice {
-            name: format!("{}({})", t.func_name(d.func), task_label(d.task)),
+            label: Label::Dispatch {
+                func: d.func,
+                task: d.task,
+            },
             start: d.start,
             end: d.end,
             args,
@@ -167,7 +124,7 @@ fn core_tracks(t: &Timeline) -> Vec<Track> {
     tracks
 }
 
-fn aicpu_tracks(t: &Timeline) -> Vec<Track> {
+fn aicpu_tracks(t: &Timeline) -> Vec<Track<'_>> {
     let mut tracks: Vec<Track> = t
         .sched
         .iter()
@@ -179,7 +136,7 @@ fn aicpu_tracks(t: &Timeline) -> Vec<Track> {
             slices: phases
                 .iter()
                 .map(|p| Slice {
-                    name: p.kind.to_string(),
+                    label: Label::Phase(&p.kind),
                     start: p.start_cycles,
                     end: p.end_cycles,
                     args: Args::Phase {
@@ -202,12 +159,12 @@ fn aicpu_tracks(t: &Timeline) -> Vec<Track> {
                 .submits
                 .iter()
                 .map(|s| Slice {
-                    name: format!("submit({})", task_label(s.task_id.0)),
+                    label: Label::Submit(s.task_id.0),
                     start: s.start_cycles,
                     end: s.end_cycles,
                     args: Args::Submit {
                         submit_idx: s.submit_idx,
-                        task_id: s.task_id.0.to_string(),
+                        task_id: s.task_id.0,
                     },
                     dispatch: None,
                 })
@@ -217,35 +174,13 @@ fn aicpu_tracks(t: &Timeline) -> Vec<Track> {
     tracks
 }
 
-fn emit(w: &mut impl Write, first: &mut bool, e: &Event<'_>) -> io::Result<()> {
-    w.write_all(if *first { b"\n" } else { b",\n" })?;
-    *first = false;
-    serde_json::to_writer(&mut *w, e).map_err(io::Error::other)
-}
-
-fn meta<'a>(name: &'a str, pid: u32, tid: u32, args: &'a Args<'a>) -> Event<'a> {
-    Event {
-        name,
-        ph: "M",
-        pid,
-        tid,
-        ts: None,
-        dur: None,
-        cat: None,
-        id: None,
-        bp: None,
-        args,
-    }
-}
-
 /// Write the trace of `t` to `w`.
 ///
 /// # Errors
 /// Write failures.
 pub fn write_perfetto(t: &Timeline, w: &mut dyn Write) -> io::Result<()> {
-    // Written through the buffer's own type, not `dyn Write`: serde_json
-    // makes several small writes per event, and each one through a vtable
-    // cost more than the formatting.
+    // Written through the buffer's own type, not `dyn Write`: a write
+    // through a vtable per event cost more than the formatting.
     let mut b = io::BufWriter::with_capacity(1 << 16, w);
     write_events(t, &mut b)?;
     b.flush()
@@ -257,43 +192,67 @@ fn write_events(t: &Timeline, w: &mut impl Write) -> io::Result<()> {
     let mut tracks = core_tracks(t);
     tracks.extend(aicpu_tracks(t));
     w.write_all(b"{\"displayTimeUnit\": \"ns\", \"traceEvents\": [")?;
-    let mut first = true;
+    let mut ev = Events::new(w);
     for (pid, name) in [
         (PID_CORES, "AICore"),
         (PID_SCHED, "AICPU Scheduler"),
         (PID_ORCH, "Orchestrator"),
     ] {
-        emit(
-            w,
-            &mut first,
-            &meta("process_name", pid, 0, &Args::Name { name }),
-        )?;
-        emit(
-            w,
-            &mut first,
-            &meta(
-                "process_sort_index",
-                pid,
-                0,
-                &Args::Sort { sort_index: pid },
-            ),
-        )?;
+        ev.meta("process_name", pid, 0, Args::Name(name))?;
+        ev.meta("process_sort_index", pid, 0, Args::Sort(pid))?;
     }
     // Where each dispatch's slice landed, for the flows.
     let mut at: Vec<Option<(u32, u32)>> = vec![None; t.dispatches.len()];
+    let names = FuncNames::of(t);
     for tr in &tracks {
-        write_track(t, w, &mut first, tr, &mut at, &us)?;
+        write_track(t, &mut ev, tr, &names, &mut at, &us)?;
     }
-    write_flows(t, w, &mut first, &at, &us)?;
-    w.write_all(b"\n]}\n")
+    write_flows(t, &mut ev, &at, &us)?;
+    ev.into_inner().write_all(b"\n]}\n")
+}
+
+/// Func names as the trace shows them ([`Timeline::func_name`]), looked
+/// up once per func, not once per slice.
+struct FuncNames(FxHashMap<Option<u32>, String>);
+
+impl FuncNames {
+    fn of(t: &Timeline) -> FuncNames {
+        let mut m = FxHashMap::default();
+        for d in &t.dispatches {
+            m.entry(d.func).or_insert_with(|| t.func_name(d.func));
+        }
+        FuncNames(m)
+    }
+
+    /// `name(rXtY)` of a slice, as a JSON string.
+    fn write(&self, b: &mut Vec<u8>, label: Label<'_>) {
+        let (prefix, task) = match label {
+            Label::Phase(kind) => return str_val(b, kind),
+            Label::Dispatch { func, task } => {
+                (self.0.get(&func).map_or("task", String::as_str), task)
+            }
+            Label::Submit(task) => ("submit", task),
+        };
+        if !plain(prefix) {
+            return str_val(b, &format!("{prefix}({})", task_label(task)));
+        }
+        let mut num = itoa::Buffer::new();
+        b.push(b'"');
+        b.extend_from_slice(prefix.as_bytes());
+        b.extend_from_slice(b"(r");
+        b.extend_from_slice(num.format(task >> 32).as_bytes());
+        b.push(b't');
+        b.extend_from_slice(num.format(task & 0xffff_ffff).as_bytes());
+        b.extend_from_slice(b")\"");
+    }
 }
 
 /// A track's thread names (one per lane used) and its slices.
 fn write_track(
     t: &Timeline,
-    w: &mut impl Write,
-    first: &mut bool,
-    tr: &Track,
+    ev: &mut Events<impl Write>,
+    tr: &Track<'_>,
+    names: &FuncNames,
     at: &mut [Option<(u32, u32)>],
     us: &dyn Fn(u64) -> f64,
 ) -> io::Result<()> {
@@ -305,40 +264,21 @@ fn write_track(
             0 => tr.name.clone(),
             k => format!("{} #{k}", tr.name),
         };
-        emit(
-            w,
-            first,
-            &meta("thread_name", tr.pid, tid, &Args::Name { name: &name }),
-        )?;
-        emit(
-            w,
-            first,
-            &meta(
-                "thread_sort_index",
-                tr.pid,
-                tid,
-                &Args::Sort { sort_index: tid },
-            ),
-        )?;
+        ev.meta("thread_name", tr.pid, tid, Args::Name(&name))?;
+        ev.meta("thread_sort_index", tr.pid, tid, Args::Sort(tid))?;
     }
     for (s, &lane) in tr.slices.iter().zip(&lanes) {
         let tid = tr.base_tid + lane.min(LANES - 1);
         if let Some(i) = s.dispatch {
             at[i] = Some((tr.pid, tid));
         }
-        let e = Event {
-            name: &s.name,
-            ph: "X",
-            pid: tr.pid,
-            tid,
-            ts: Some(us(s.start)),
-            dur: Some(t.us(s.end.saturating_sub(s.start))),
-            cat: None,
-            id: None,
-            bp: None,
-            args: &s.args,
-        };
-        emit(w, first, &e)?;
+        ev.slice(
+            |b| names.write(b, s.label),
+            (tr.pid, tid),
+            us(s.start),
+            t.us(s.end.saturating_sub(s.start)),
+            s.args,
+        )?;
     }
     Ok(())
 }
@@ -346,8 +286,7 @@ fn write_track(
 /// Flow arrows: producer's last-ending dispatch → consumer's first.
 fn write_flows(
     t: &Timeline,
-    w: &mut impl Write,
-    first: &mut bool,
+    ev: &mut Events<impl Write>,
     at: &[Option<(u32, u32)>],
     us: &dyn Fn(u64) -> f64,
 ) -> io::Result<()> {
@@ -367,28 +306,12 @@ fn write_flows(
         let (Some(&p), Some(&s)) = (last.get(&e.pred), earliest.get(&e.succ)) else {
             continue;
         };
-        let (Some(&(pp, pt)), Some(&(sp, st))) = (at[p].as_ref(), at[s].as_ref()) else {
+        let (Some(&from), Some(&to)) = (at[p].as_ref(), at[s].as_ref()) else {
             continue;
         };
         let (pd, sd) = (&t.dispatches[p], &t.dispatches[s]);
-        for (ph, pid, tid, ts, bp) in [
-            ("s", pp, pt, us(pd.start), None),
-            ("f", sp, st, us(sd.start), Some("e")),
-        ] {
-            let ev = Event {
-                name: "dependency",
-                ph,
-                pid,
-                tid,
-                ts: Some(ts),
-                dur: None,
-                cat: Some(e.source.as_ref()),
-                id: Some(n as u64),
-                bp,
-                args: &Args::None,
-            };
-            emit(w, first, &ev)?;
-        }
+        ev.flow(false, from, us(pd.start), &e.source, n as u64)?;
+        ev.flow(true, to, us(sd.start), &e.source, n as u64)?;
     }
     Ok(())
 }
