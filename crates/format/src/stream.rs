@@ -7,8 +7,68 @@
 //! caller's own records. Building the lists first touches every byte of
 //! them twice (fresh memory costs more than the instructions that fill
 //! it) and frees them after.
+//!
+//! For the largest files, JSON written by hand: [`JsonBuf`] (numbers),
+//! [`str_val`] (strings, escaped exactly as serde_json escapes them).
 
 use serde::{Serialize, Serializer};
+
+/// A byte buffer that JSON is formatted into by hand.
+#[derive(Default)]
+pub struct JsonBuf {
+    b: Vec<u8>,
+    num: itoa::Buffer,
+}
+
+impl JsonBuf {
+    /// Append bytes as they are.
+    pub fn raw(&mut self, s: &[u8]) {
+        self.b.extend_from_slice(s);
+    }
+
+    /// Append an unsigned integer.
+    pub fn u64(&mut self, v: u64) {
+        self.b.extend_from_slice(self.num.format(v).as_bytes());
+    }
+
+    /// Append a signed integer.
+    pub fn i64(&mut self, v: i64) {
+        self.b.extend_from_slice(self.num.format(v).as_bytes());
+    }
+
+    /// What was formatted.
+    pub fn bytes(&self) -> &[u8] {
+        &self.b
+    }
+
+    /// The buffer itself, to append to.
+    pub fn vec(&mut self) -> &mut Vec<u8> {
+        &mut self.b
+    }
+
+    /// Forget what was formatted (once written).
+    pub fn clear(&mut self) {
+        self.b.clear();
+    }
+}
+
+/// Nothing in `s` needs escaping in JSON (control characters, `"`, `\`).
+pub fn plain(s: &str) -> bool {
+    s.bytes().all(|c| c >= 0x20 && c != b'"' && c != b'\\')
+}
+
+/// A JSON string as serde_json writes it: raw when [`plain`], else
+/// through serde_json.
+pub fn str_val(b: &mut Vec<u8>, s: &str) {
+    if plain(s) {
+        b.push(b'"');
+        b.extend_from_slice(s.as_bytes());
+        b.push(b'"');
+    } else {
+        // Writing into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut *b, s);
+    }
+}
 
 /// A sequence whose items `items()` produces each time it is serialized.
 pub struct Seq<F>(pub F);
@@ -33,6 +93,23 @@ impl<F> std::fmt::Debug for Seq<F> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strings_are_escaped_as_serde_json_does() {
+        for s in [
+            "plain",
+            "q\"uote",
+            "back\\slash",
+            "tab\there",
+            "ünï",
+            "\u{1}",
+            "\u{7f}",
+        ] {
+            let mut b = Vec::new();
+            str_val(&mut b, s);
+            assert_eq!(b, serde_json::to_vec(s).unwrap(), "{s:?}");
+        }
+    }
 
     #[test]
     fn a_seq_writes_what_a_vec_writes() {

@@ -27,6 +27,10 @@ use std::fmt;
 
 use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
 
+mod deps_json;
+
+pub use deps_json::write_deps;
+
 /// Version of our swimlane files (the `schema_version` key).
 pub const SWIMLANE_SCHEMA_VERSION: u32 = 1;
 /// The records file, in the run directory (and in [`PREDICTED_DIR`]).

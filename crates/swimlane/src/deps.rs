@@ -1,29 +1,38 @@
-//! `deps.json` of a recorded run, serialized straight from the log
-//! ([`deps`]): the format's own [`Deps`] types with [`Seq`]s for lists
-//! and borrowed dims, so the 60 MB of CaseLarge are never built in memory
-//! (building them took about as long as writing them, and freeing them
-//! 40 ms more).
+//! `deps.json` of a recorded run, written straight from the log
+//! ([`write_deps`]): the format's own types, items made one at a time
+//! with borrowed dims, so the 60 MB of CaseLarge are never built in
+//! memory (building them took about as long as writing them, and freeing
+//! them 40 ms more).
 
 use std::borrow::Cow;
+use std::io::{self, Write};
 
 use rustc_hash::FxHashMap;
-use serde::{Serialize, Serializer};
 use simpler_core::{ArgRole, ChipTensor};
-use simpler_format::{
-    stream::Seq,
-    swimlane::{Dec64, DepArg, DepEdge, DepTask, DepTensor, Deps, SWIMLANE_SCHEMA_VERSION},
+use simpler_format::swimlane::{
+    Dec64, DepArg, DepEdge, DepTask, DepTensor, SWIMLANE_SCHEMA_VERSION,
 };
 use simpler_runtime::{
     swimlane::{EdgeRecord, EdgeSource, TaskRecord},
     SwimlaneLog,
 };
 
-/// `deps.json` of `log`, to serialize (as often as wanted).
-pub fn deps(log: &SwimlaneLog) -> impl Serialize + '_ {
-    DepsOf {
+/// Write `deps.json` of `log` to `w` (no final newline).
+///
+/// # Errors
+/// Write failures.
+pub fn write_deps(log: &SwimlaneLog, w: &mut impl Write) -> io::Result<()> {
+    let d = DepsOf {
         log,
         ids: ArgIds::of(log),
-    }
+    };
+    simpler_format::swimlane::write_deps(
+        w,
+        Some(SWIMLANE_SCHEMA_VERSION),
+        log.tasks.iter().enumerate().map(|(i, t)| d.task(i, t)),
+        d.ids.tensors.iter().enumerate().map(|(i, t)| tensor(i, t)),
+        log.edges.iter().map(|e| d.edge(e)),
+    )
 }
 
 /// Tensor ids: one per buffer (address and creating task), in order of
@@ -83,25 +92,6 @@ struct DepsOf<'a> {
     ids: ArgIds<'a>,
 }
 
-impl Serialize for DepsOf<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let log = self.log;
-        Deps {
-            schema_version: Some(SWIMLANE_SCHEMA_VERSION),
-            tasks: Seq(|| log.tasks.iter().enumerate().map(|(i, t)| self.task(i, t))),
-            tensors: Seq(|| {
-                self.ids
-                    .tensors
-                    .iter()
-                    .enumerate()
-                    .map(|(i, d)| tensor(i, d))
-            }),
-            edges: Seq(|| log.edges.iter().map(|e| self.edge(e))),
-        }
-        .serialize(s)
-    }
-}
-
 /// The shape and strides of a view.
 fn dims(d: &ChipTensor) -> (&[u32], &[u32]) {
     let n = (d.ndims as usize).min(d.shapes.len());
@@ -120,31 +110,34 @@ fn tensor(id: usize, d: &ChipTensor) -> DepTensor {
 }
 
 impl<'a> DepsOf<'a> {
-    fn task(&self, i: usize, t: &'a TaskRecord) -> DepTask<impl Serialize + '_> {
+    fn task(
+        &self,
+        i: usize,
+        t: &'a TaskRecord,
+    ) -> DepTask<impl Iterator<Item = DepArg<&'a [u32]>> + '_> {
         let ids = &self.ids.of_arg[self.ids.first[i]..][..t.args.len()];
         DepTask {
             task_id: Dec64(t.task_id.0),
             scope: t.scope,
             kernel_ids: t.kernel_ids.map(|k| k.map_or(-1, i64::from)),
             block_num: t.block_num,
-            args: Seq(move || {
-                t.args
-                    .iter()
-                    .zip(ids)
-                    .enumerate()
-                    .map(|(i, ((role, d), &id))| {
-                        let (shape, strides) = dims(d);
-                        DepArg {
-                            idx: i as u32,
-                            kind: role_name(*role),
-                            tensor_id: Dec64(id),
-                            dtype: Cow::Borrowed(d.dtype.name()),
-                            shape,
-                            start_offset: Dec64(d.start_offset),
-                            strides,
-                        }
-                    })
-            }),
+            args: t
+                .args
+                .iter()
+                .zip(ids)
+                .enumerate()
+                .map(|(i, ((role, d), &id))| {
+                    let (shape, strides) = dims(d);
+                    DepArg {
+                        idx: i as u32,
+                        kind: role_name(*role),
+                        tensor_id: Dec64(id),
+                        dtype: Cow::Borrowed(d.dtype.name()),
+                        shape,
+                        start_offset: Dec64(d.start_offset),
+                        strides,
+                    }
+                }),
         }
     }
 

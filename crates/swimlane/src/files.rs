@@ -226,10 +226,11 @@ pub fn write_run(
     let home = if out.observed { run_dir } else { dir.as_path() };
     std::thread::scope(|s| {
         let deps = s.spawn(|| -> io::Result<()> {
-            sink.write(
-                &home.join(DEPS_FILE),
-                &mut json_to(&crate::record::deps(log)),
-            )?;
+            // Formatted in 64 KiB pieces: no buffer of its own needed.
+            sink.write(&home.join(DEPS_FILE), &mut |mut w| {
+                crate::record::write_deps(log, &mut w)?;
+                w.write_all(b"\n")
+            })?;
             sink.write(&home.join(&map_name), &mut json_to(&names))?;
             if out.observed && out.predict.is_some() {
                 for name in [DEPS_FILE, map_name.as_str()] {

@@ -20,7 +20,8 @@ use crate::model::{task_label, Timeline};
 
 mod event;
 
-use event::{plain, str_val, Args, Events};
+use event::{Args, Events};
+use simpler_format::stream::{plain, str_val};
 
 /// Process ids of the three groups of tracks.
 pub const PID_CORES: u32 = 1;

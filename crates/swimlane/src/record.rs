@@ -14,7 +14,7 @@ use simpler_runtime::{
     SwimlaneLog,
 };
 
-pub use crate::deps::deps;
+pub use crate::deps::write_deps;
 
 /// Our recorded clock: host nanoseconds as 1 GHz cycles.
 pub const HOST_CLOCK_HZ: u64 = 1_000_000_000;
