@@ -46,39 +46,30 @@ pub fn pipe_cost(params: TimingParams) -> CostFn {
 /// Returns the graph and how many dispatches had no cost (the run
 /// stopped before they finished: they count as 0 cycles).
 pub fn graph_of(log: &SwimlaneLog) -> (Graph, u64) {
-    // (task, block, member slot) → cost; AIV-only tasks use slot 1 whatever
-    // vector core ran them.
-    let mut costs: HashMap<(u64, u32, usize), DispatchCost> = HashMap::default();
-    for d in &log.dispatches {
-        if let Some(c) = d.cost {
-            costs.insert((d.task_id.0, d.block, d.subtask.id() as usize), c);
-            if d.subtask == Subtask::Aiv1 {
-                costs.entry((d.task_id.0, d.block, 1)).or_insert(c);
-            }
-        }
-    }
-    let mut missing = 0;
     let mut index: HashMap<u64, usize> = HashMap::default();
-    let mut tasks = Vec::with_capacity(log.tasks.len());
     for (i, t) in log.tasks.iter().enumerate() {
         index.insert(t.task_id.0, i);
-        let active: Vec<(usize, u32)> = t
-            .kernel_ids
-            .iter()
-            .enumerate()
-            .filter_map(|(s, k)| Some((s, (*k)?)))
-            .collect();
-        let shape = match (active.len(), active.first()) {
+    }
+    let costs = MemberCosts::of(log, &index);
+    let mut missing = 0;
+    let mut tasks = Vec::with_capacity(log.tasks.len());
+    for (i, t) in log.tasks.iter().enumerate() {
+        let active = || {
+            t.kernel_ids
+                .iter()
+                .enumerate()
+                .filter_map(|(s, k)| Some((s, (*k)?)))
+        };
+        let shape = match (active().count(), active().next()) {
             (1, Some((0, _))) => TaskShape::Aic,
             (1, _) => TaskShape::Aiv,
             _ => TaskShape::Mix,
         };
         let blocks = (0..t.block_num)
             .map(|b| {
-                active
-                    .iter()
-                    .map(|&(s, func)| {
-                        let cost = costs.get(&(t.task_id.0, b, s)).copied();
+                active()
+                    .map(|(s, func)| {
+                        let cost = costs.get(log, i, b, s);
                         missing += u64::from(cost.is_none());
                         Member {
                             subtask: Subtask::ALL[s],
@@ -101,6 +92,51 @@ pub fn graph_of(log: &SwimlaneLog) -> (Graph, u64) {
         .filter_map(|e| Some((*index.get(&e.pred.0)?, *index.get(&e.succ.0)?)))
         .collect();
     (Graph { tasks, edges }, missing)
+}
+
+/// Which dispatch's cost each member slot `[aic, aiv0, aiv1]` of each
+/// block of each task gets: the last dispatch of that member, and for an
+/// AIV-only task's slot 1 (its kernel is listed as aiv0) the first aiv1
+/// dispatch when no aiv0 one ran. A flat table (4 bytes a slot), not a
+/// map of costs: that map was 13 MB of fresh memory on CaseLarge.
+struct MemberCosts {
+    /// Each task's first slot.
+    first: Vec<usize>,
+    /// Dispatch index + 1; 0: none.
+    slot: Vec<u32>,
+}
+
+impl MemberCosts {
+    fn of(log: &SwimlaneLog, index: &HashMap<u64, usize>) -> MemberCosts {
+        let mut first = Vec::with_capacity(log.tasks.len());
+        let mut n = 0;
+        for t in &log.tasks {
+            first.push(n);
+            n += 3 * t.block_num as usize;
+        }
+        let mut slot = vec![0u32; n];
+        for (k, d) in log.dispatches.iter().enumerate() {
+            let Some(&i) = index.get(&d.task_id.0) else {
+                continue;
+            };
+            if d.cost.is_none() || d.block >= log.tasks[i].block_num {
+                continue;
+            }
+            let base = first[i] + 3 * d.block as usize;
+            let k = u32::try_from(k + 1).unwrap_or(0);
+            slot[base + d.subtask.id() as usize] = k;
+            if d.subtask == Subtask::Aiv1 && slot[base + 1] == 0 {
+                slot[base + 1] = k;
+            }
+        }
+        MemberCosts { first, slot }
+    }
+
+    /// The cost of member slot `s` of block `b` of task `i`.
+    fn get(&self, log: &SwimlaneLog, i: usize, b: u32, s: usize) -> Option<DispatchCost> {
+        let k = self.slot[self.first[i] + 3 * b as usize + s];
+        log.dispatches.get((k as usize).checked_sub(1)?)?.cost
+    }
 }
 
 /// Where the model's cycle 0 lands in the files: 1, because the upstream
