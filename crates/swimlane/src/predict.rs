@@ -189,6 +189,19 @@ pub struct Prediction {
     pub makespan: u64,
 }
 
+/// The cores a block takes: one, or a MIX block's whole cluster.
+#[derive(Debug, Clone, Copy, Default)]
+struct Cores {
+    ids: [u32; 3],
+    n: usize,
+}
+
+impl Cores {
+    fn as_slice(&self) -> &[u32] {
+        &self.ids[..self.n]
+    }
+}
+
 /// A block waiting to be placed: (ready, task, block).
 type Item = Reverse<(u64, usize, u32)>;
 
@@ -213,24 +226,26 @@ impl Chip {
         }
     }
 
-    /// Candidate placements `(cluster, cores)` for a block of `shape`.
-    fn candidates(&self, shape: TaskShape) -> Vec<(u32, Vec<u32>)> {
+    /// Candidate placements `(cluster, cores)` for a block of `shape`, in
+    /// order of preference on ties (made per block: no allocation).
+    fn candidates(&self, shape: TaskShape) -> impl Iterator<Item = (u32, Cores)> {
         let k = self.shape.clusters;
-        let at = |c, s| core_id(k, c, s);
-        match shape {
-            TaskShape::Aic => (0..k).map(|c| (c, vec![at(c, Subtask::Aic)])).collect(),
-            TaskShape::Aiv => (0..k)
-                .flat_map(|c| {
-                    [
-                        (c, vec![at(c, Subtask::Aiv0)]),
-                        (c, vec![at(c, Subtask::Aiv1)]),
-                    ]
-                })
-                .collect(),
-            TaskShape::Mix => (0..k)
-                .map(|c| (c, Subtask::ALL.iter().map(|&s| at(c, s)).collect()))
-                .collect(),
-        }
+        let at = move |c, s| core_id(k, c, s);
+        let per_cluster: &'static [&'static [Subtask]] = match shape {
+            TaskShape::Aic => &[&[Subtask::Aic]],
+            TaskShape::Aiv => &[&[Subtask::Aiv0], &[Subtask::Aiv1]],
+            TaskShape::Mix => &[&Subtask::ALL],
+        };
+        (0..k).flat_map(move |c| {
+            per_cluster.iter().map(move |members| {
+                let mut cores = Cores::default();
+                for &m in *members {
+                    cores.ids[cores.n] = at(c, m);
+                    cores.n += 1;
+                }
+                (c, cores)
+            })
+        })
     }
 
     /// Earliest dispatch time for `cores` of `cluster` at `ready`.
@@ -263,6 +278,9 @@ pub fn predict(g: &Graph, shape: ChipShape, p: &ChipParams) -> Prediction {
     let mut blocks_left: Vec<usize> = g.tasks.iter().map(|t| t.blocks.len()).collect();
     let mut heap: BinaryHeap<Item> = BinaryHeap::new();
     let mut out = Prediction::default();
+    // Placed whole, not grown by doubling (10 MB on CaseLarge).
+    let members = g.tasks.iter().flat_map(|t| &t.blocks).map(Vec::len).sum();
+    out.dispatches.reserve_exact(members);
     let release = |i: usize, heap: &mut BinaryHeap<Item>, ready: u64| {
         for b in 0..g.tasks[i].blocks.len() {
             heap.push(Reverse((ready, i, b as u32)));
@@ -310,14 +328,13 @@ fn place(
     ready: u64,
     out: &mut Prediction,
 ) -> u64 {
-    let cands = chip.candidates(t.shape);
-    let Some((cluster, cores, d)) = cands
-        .into_iter()
+    let Some((cluster, cores, d)) = chip
+        .candidates(t.shape)
         .map(|(c, cores)| {
-            let d = chip.earliest(ready, c, &cores);
+            let d = chip.earliest(ready, c, cores.as_slice());
             (c, cores, d)
         })
-        .min_by_key(|x| (x.2, x.1[0]))
+        .min_by_key(|x| (x.2, x.1.ids[0]))
     else {
         return ready;
     };
@@ -331,7 +348,7 @@ fn place(
     for m in members {
         let core = match t.shape {
             TaskShape::Mix => core_id(chip.shape.clusters, cluster, m.subtask),
-            _ => cores[0],
+            _ => cores.ids[0],
         };
         let end = start + m.cost.cycles;
         hold = hold.max(end);
@@ -354,7 +371,7 @@ fn place(
     }
     // The block holds every core it took (a MIX block: the whole cluster)
     // until its slowest member ends.
-    for &c in &cores {
+    for &c in cores.as_slice() {
         chip.core_free[c as usize] = hold;
     }
     fin
