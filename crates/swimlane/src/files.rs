@@ -239,19 +239,19 @@ pub fn write_run(
             }
             Ok(())
         });
-        let graph = crate::record::graph(log);
         let rest = (|| {
             if out.observed {
                 let records = crate::record::records(log);
                 sink.write(&run_dir.join(RECORDS_FILE), &mut json_to(&records))?;
-                let t = Timeline::from_files(&records, Some(&graph), Some(&names));
+                let (tasks, edges) = crate::record::graph(log);
+                let t = Timeline::with_graph(&records, tasks, edges, Some(&names));
                 sink.write(&run_dir.join(PERFETTO_FILE), &mut |w| {
                     crate::perfetto::write_perfetto(&t, w)
                 })?;
             }
             match out.predict {
                 Some((shape, params)) => {
-                    write_predicted(&dir, log, &graph, &names, shape, &params, sink).map(Some)
+                    write_predicted(&dir, log, &names, shape, &params, sink).map(Some)
                 }
                 None => Ok(None),
             }
@@ -269,7 +269,6 @@ pub fn write_run(
 fn write_predicted(
     dir: &Path,
     log: &SwimlaneLog,
-    graph: &Deps,
     names: &NameMap,
     shape: ChipShape,
     params: &ChipParams,
@@ -291,7 +290,8 @@ fn write_predicted(
             );
             Ok(figures)
         });
-        let pt = Timeline::from_files(precs, Some(graph), Some(names));
+        let (tasks, edges) = crate::record::graph(log);
+        let pt = Timeline::with_graph(precs, tasks, edges, Some(names));
         let trace = sink.write(&dir.join(PERFETTO_FILE), &mut |w| {
             crate::perfetto::write_perfetto(&pt, w)
         });

@@ -90,16 +90,17 @@ pub struct Timeline {
 /// The AIC cores are `[0, n_aic)`; the AIV of cluster c are
 /// `n_aic + 2c` (aiv0) and `+ 1` (aiv1).
 fn resolve_func(core: u32, core_types: &[String], kernel_ids: &[i64; 3]) -> Option<u32> {
-    let n_aic = core_types.iter().filter(|t| *t == "aic").count() as u32;
     let pick = |i: usize| u32::try_from(kernel_ids[i]).ok();
     match core_types.get(core as usize).map(String::as_str) {
         Some("aic") => pick(0),
         Some("aiv") => {
-            let sub = 1 + (core.saturating_sub(n_aic) % 2) as usize;
             // A MIX task names both vector members; an AIV-only task names
             // one, whichever vector core ran it.
             match (pick(1), pick(2)) {
-                (Some(_), Some(_)) => pick(sub),
+                (Some(_), Some(_)) => {
+                    let n_aic = core_types.iter().filter(|t| *t == "aic").count() as u32;
+                    pick(1 + (core.saturating_sub(n_aic) % 2) as usize)
+                }
                 (a, b) => a.or(b),
             }
         }
@@ -110,34 +111,48 @@ fn resolve_func(core: u32, core_types: &[String], kernel_ids: &[i64; 3]) -> Opti
 impl Timeline {
     /// Build from the three files (`deps` and `names` may be missing).
     pub fn from_files(records: &Records, deps: Option<&Deps>, names: Option<&NameMap>) -> Timeline {
+        let (tasks, edges) = match deps {
+            Some(d) => (
+                d.tasks
+                    .iter()
+                    .map(|x| Task {
+                        id: x.task_id.0,
+                        kernel_ids: x.kernel_ids,
+                        block_num: x.block_num,
+                    })
+                    .collect(),
+                d.edges
+                    .iter()
+                    .map(|e| Edge {
+                        pred: e.pred.0,
+                        succ: e.succ.0,
+                        source: known_source(&e.source),
+                    })
+                    .collect(),
+            ),
+            None => (Vec::new(), Vec::new()),
+        };
+        Timeline::with_graph(records, tasks, edges, names)
+    }
+
+    /// Build from a records file and the graph as `deps.json` would give
+    /// it (tasks in submission order), without the file.
+    pub fn with_graph(
+        records: &Records,
+        tasks: Vec<Task>,
+        edges: Vec<Edge>,
+        names: Option<&NameMap>,
+    ) -> Timeline {
         let mut t = Timeline {
             level: records.chip_swimlane_level,
             clock_hz: records.metadata.clock_freq_hz,
             core_types: records.metadata.core_types.clone(),
             sched: records.aicpu_scheduler_phases.clone(),
             submits: records.aicpu_orchestrator_phases.concat(),
+            tasks,
+            edges,
             ..Default::default()
         };
-        if let Some(d) = deps {
-            t.tasks = d
-                .tasks
-                .iter()
-                .map(|x| Task {
-                    id: x.task_id.0,
-                    kernel_ids: x.kernel_ids,
-                    block_num: x.block_num,
-                })
-                .collect();
-            t.edges = d
-                .edges
-                .iter()
-                .map(|e| Edge {
-                    pred: e.pred.0,
-                    succ: e.succ.0,
-                    source: known_source(&e.source),
-                })
-                .collect();
-        }
         if let Some(n) = names {
             t.names = n
                 .callable_id_to_name

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use simpler_core::topology;
 use simpler_format::swimlane::{
-    phase, source, AicoreRow, AicpuRow, Dec64, DepEdge, DepTask, Deps, Metadata, NameMap,
-    OrchPhase, Records, SchedPhase, SWIMLANE_SCHEMA_VERSION,
+    phase, source, AicoreRow, AicpuRow, Dec64, Metadata, NameMap, OrchPhase, Records, SchedPhase,
+    SWIMLANE_SCHEMA_VERSION,
 };
 use simpler_runtime::{
     swimlane::{EdgeSource, PhaseKind},
@@ -15,6 +15,8 @@ use simpler_runtime::{
 };
 
 pub use crate::deps::write_deps;
+
+use crate::model::{Edge, Task};
 
 /// Our recorded clock: host nanoseconds as 1 GHz cycles.
 pub const HOST_CLOCK_HZ: u64 = 1_000_000_000;
@@ -127,44 +129,29 @@ fn sched_phase(p: &simpler_runtime::swimlane::SchedPhaseRecord) -> SchedPhase {
     }
 }
 
-/// The graph alone — tasks with their kernels, edges with their source,
-/// no arguments or geometry: what a [`crate::Timeline`] needs, quick to
-/// build.
-pub fn graph(log: &SwimlaneLog) -> Deps {
-    Deps {
-        schema_version: Some(SWIMLANE_SCHEMA_VERSION),
-        tasks: log
-            .tasks
-            .iter()
-            .map(|t| DepTask {
-                task_id: Dec64(t.task_id.0),
-                scope: t.scope,
-                kernel_ids: t.kernel_ids.map(|k| k.map_or(-1, i64::from)),
-                block_num: t.block_num,
-                args: Vec::new(),
-            })
-            .collect(),
-        tensors: Vec::new(),
-        edges: log
-            .edges
-            .iter()
-            .map(|e| DepEdge {
-                pred: Dec64(e.pred.0),
-                succ: Dec64(e.succ.0),
-                arg: e.arg.map_or(-1, i64::from),
-                source: Cow::Borrowed(source_name(e.source)),
-                flags: e.flags,
-                overlap: Cow::Borrowed(""),
-                tensor_id: None,
-                consumer_shape: None,
-                consumer_start_offset: None,
-                consumer_strides: None,
-                producer_shape: None,
-                producer_start_offset: None,
-                producer_strides: None,
-            })
-            .collect(),
-    }
+/// The graph alone — tasks with their kernels, edges with their source —
+/// as a [`crate::Timeline`] takes it: what `deps.json` gives it, without
+/// the file.
+pub fn graph(log: &SwimlaneLog) -> (Vec<Task>, Vec<Edge>) {
+    let tasks = log
+        .tasks
+        .iter()
+        .map(|t| Task {
+            id: t.task_id.0,
+            kernel_ids: t.kernel_ids.map(|k| k.map_or(-1, i64::from)),
+            block_num: t.block_num,
+        })
+        .collect();
+    let edges = log
+        .edges
+        .iter()
+        .map(|e| Edge {
+            pred: e.pred.0,
+            succ: e.succ.0,
+            source: Cow::Borrowed(source_name(e.source)),
+        })
+        .collect();
+    (tasks, edges)
 }
 
 pub(crate) fn source_name(s: EdgeSource) -> &'static str {
