@@ -367,18 +367,64 @@ impl WriteError {
     }
 }
 
+/// The buffered writer [`write_atomic`] hands its caller.
+pub type AtomicWriter<'a> = BufWriter<Writeback<'a>>;
+
+/// A file written from its start that asks the kernel to write out every
+/// [`Writeback::CHUNK`] bytes as soon as they are written
+/// ([`start_writeback`]), so the fsync that makes the file durable finds
+/// little left to wait for: CaseLarge's 42 MB predicted trace waited
+/// ~20 ms in its fsync, on the run's critical path.
+#[derive(Debug)]
+pub struct Writeback<'a> {
+    file: &'a File,
+    written: u64,
+    started: u64,
+}
+
+impl<'a> Writeback<'a> {
+    /// Bytes between two write-out requests.
+    pub const CHUNK: u64 = 8 << 20;
+
+    /// Write `file` from its start.
+    pub fn new(file: &'a File) -> Self {
+        Writeback {
+            file,
+            written: 0,
+            started: 0,
+        }
+    }
+}
+
+impl Write for Writeback<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = (&mut &*self.file).write(buf)?;
+        self.written += n as u64;
+        if self.written - self.started >= Self::CHUNK {
+            start_writeback(self.file, self.started, self.written - self.started);
+            self.started = self.written;
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        (&mut &*self.file).flush()
+    }
+}
+
 /// Write `path` atomically and durably: `write` fills a buffered writer on
-/// the temporary file, which is then fsynced, renamed, and its folder
-/// fsynced. On any error the temporary file is removed.
+/// the temporary file (written out as it goes, see [`Writeback`]), which
+/// is then fsynced, renamed, and its folder fsynced. On any error the
+/// temporary file is removed.
 ///
 /// # Errors
 /// I/O failures, naming the file they happened on.
 pub fn write_atomic(
     path: &Path,
-    write: impl FnOnce(&mut BufWriter<&File>) -> io::Result<()>,
+    write: impl FnOnce(&mut AtomicWriter<'_>) -> io::Result<()>,
 ) -> Result<(), WriteError> {
     let tmp = TempFile::create(path).map_err(WriteError::at(&temp_path(path)))?;
-    let mut w = BufWriter::with_capacity(1 << 20, tmp.file());
+    let mut w = BufWriter::with_capacity(1 << 20, Writeback::new(tmp.file()));
     write(&mut w)
         .and_then(|()| w.flush())
         .map_err(WriteError::at(tmp.path()))?;

@@ -35,8 +35,8 @@ mod summary;
 
 use std::{
     collections::HashSet,
-    fs::{self, File},
-    io::{self, BufWriter, Write},
+    fs,
+    io::{self, Write},
     path::{Path, PathBuf},
 };
 
@@ -313,7 +313,7 @@ fn create_dir(dir: &Path) -> Result<(), ExportError> {
 /// is removed on error and on a signal).
 fn write_atomic(
     path: &Path,
-    body: impl FnOnce(&mut BufWriter<&File>) -> io::Result<()>,
+    body: impl FnOnce(&mut simpler_format::durable::AtomicWriter<'_>) -> io::Result<()>,
 ) -> Result<(), ExportError> {
     simpler_format::durable::write_atomic(path, body).map_err(|e| ExportError::Io {
         path: e.path,
