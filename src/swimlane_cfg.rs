@@ -41,7 +41,12 @@ pub fn configure(a: &TimelineArgs, cfg: &mut RuntimeConfig) -> Result<bool> {
     let cost = a.predict.then(|| {
         simpler_swimlane::predicted::pipe_cost(simpler_replay::TimingParams::for_arch(&cfg.arch))
     });
-    cfg.swimlane = Some(SwimlaneConfig { level, cost });
+    // The CLI always takes the log: start it while the golden is checked.
+    cfg.swimlane = Some(SwimlaneConfig {
+        level,
+        cost,
+        background: true,
+    });
     Ok(true)
 }
 

@@ -125,7 +125,11 @@ pub fn swimlane(a: &BenchArgs) -> Result<Outcome> {
 
 fn level4(base: &RuntimeConfig, cost: Option<simpler_runtime::swimlane::CostFn>) -> RuntimeConfig {
     RuntimeConfig {
-        swimlane: Some(SwimlaneConfig { level: 4, cost }),
+        swimlane: Some(SwimlaneConfig {
+            level: 4,
+            cost,
+            background: false,
+        }),
         ..base.clone()
     }
 }

@@ -66,7 +66,7 @@ pub struct Runtime {
     last_dump: Mutex<Option<simpler_dump::DumpSummary>>,
     /// What the last run's timeline recording kept, as recorded (turned
     /// into a log when taken, off the run's clock).
-    last_swimlane: Mutex<Option<crate::swimlane::Recorded>>,
+    last_swimlane: Mutex<Option<crate::swimlane::LastRecording>>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -271,7 +271,10 @@ impl Runtime {
         });
         drop(o);
         chip.stop_workers(hang);
-        *self.last_swimlane.lock() = orch_rec.map(|r| self.swimlane_recorded(r, &chip));
+        let background = self.cfg.swimlane.as_ref().is_some_and(|s| s.background);
+        *self.last_swimlane.lock() = orch_rec.map(|r| {
+            crate::swimlane::LastRecording::new(self.swimlane_recorded(r, &chip), background)
+        });
         let unfinished = match shared.forced() {
             true => crate::snapshot::take(&shared, &live, dump.as_ref()),
             false => Vec::new(),
@@ -321,10 +324,12 @@ impl Runtime {
     /// was off.
     ///
     /// The graph's edges are rebuilt here from the submit sequence, so
-    /// this takes a while on a large graph (it is not on the run's clock).
+    /// this takes a while on a large graph (it is not on the run's clock)
+    /// — unless [`crate::SwimlaneConfig::background`] started it when the
+    /// run ended; then this waits for it.
     pub fn take_swimlane(&self) -> Option<crate::SwimlaneLog> {
-        let r = self.last_swimlane.lock().take()?;
-        Some(r.into_log())
+        let last = self.last_swimlane.lock().take()?;
+        last.into_log()
     }
 
     fn swimlane_recorded(

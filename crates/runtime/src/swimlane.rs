@@ -61,6 +61,13 @@ pub struct SwimlaneConfig {
     /// With `Some`, every kernel's instructions are recorded and timed by
     /// it (`--predict`).
     pub cost: Option<CostFn>,
+    /// Turn the recording into a [`SwimlaneLog`] on a thread of its own as
+    /// soon as the run ends (what [`crate::Runtime::take_swimlane`] does
+    /// otherwise), so that the caller's own work after the run — a
+    /// workload's golden check — overlaps it. For a caller that always
+    /// takes the log (the CLI); measurements of the run's CPU time leave
+    /// it off.
+    pub background: bool,
 }
 
 impl std::fmt::Debug for SwimlaneConfig {
@@ -68,6 +75,7 @@ impl std::fmt::Debug for SwimlaneConfig {
         f.debug_struct("SwimlaneConfig")
             .field("level", &self.level)
             .field("cost", &self.cost.as_ref().map(|_| "fn"))
+            .field("background", &self.background)
             .finish()
     }
 }
@@ -267,6 +275,46 @@ impl Recorded {
             tasks,
             edges,
             func_names: self.func_names,
+        }
+    }
+}
+
+/// The last run's recording: as its threads left it, or being turned into
+/// a log on a thread of its own ([`SwimlaneConfig::background`]).
+pub(crate) enum LastRecording {
+    Recorded(Recorded),
+    Converting(std::thread::JoinHandle<Option<SwimlaneLog>>),
+}
+
+impl LastRecording {
+    /// `r`, left as it is or (with `background`) already being converted.
+    pub fn new(r: Recorded, background: bool) -> LastRecording {
+        if !background {
+            return LastRecording::Recorded(r);
+        }
+        let slot = Arc::new(parking_lot::Mutex::new(Some(r)));
+        let mine = slot.clone();
+        let spawned = std::thread::Builder::new()
+            .name("swimlane log".into())
+            .spawn(move || mine.lock().take().map(Recorded::into_log));
+        match spawned {
+            Ok(h) => LastRecording::Converting(h),
+            // No thread: the recording is still in the slot (the closure
+            // that held the other handle was dropped); convert when taken.
+            Err(_) => match slot.lock().take() {
+                Some(r) => LastRecording::Recorded(r),
+                None => unreachable!("the recording is taken only by the thread"),
+            },
+        }
+    }
+
+    /// The log (waiting for its conversion).
+    pub fn into_log(self) -> Option<SwimlaneLog> {
+        match self {
+            LastRecording::Recorded(r) => Some(r.into_log()),
+            LastRecording::Converting(h) => h
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
         }
     }
 }

@@ -67,6 +67,7 @@ fn runtime(clusters: u32, workers: u32, swimlane: bool) -> Runtime {
             gm_bytes: 16 << 20,
             timeout: Some(Duration::from_secs(120)),
             swimlane: swimlane.then(|| SwimlaneConfig {
+                background: false,
                 level: 2,
                 cost: None,
             }),

@@ -62,7 +62,11 @@ type Subs = Vec<(TaskId, Vec<TaskId>)>;
 
 fn run(level: u8, predict: bool) -> (Subs, Vec<u32>, Option<SwimlaneLog>) {
     let cost = predict.then(|| simpler_swimlane::predicted::pipe_cost(TimingParams::a2a3()));
-    let rt = runtime((level > 0).then(|| SwimlaneConfig { level, cost }));
+    let rt = runtime((level > 0).then(|| SwimlaneConfig {
+        level,
+        cost,
+        background: false,
+    }));
     let a = rt
         .upload_pod(&[0.5f32; 32], &SHAPE, DType::Float32)
         .unwrap();
@@ -250,12 +254,16 @@ type Chain = (
     std::time::Duration,
 );
 
-fn scoped_chain(level: u8, steps: u32) -> Chain {
+fn scoped_chain(level: u8, steps: u32, background: bool) -> Chain {
     let cfg = RuntimeConfig {
         clusters: 2,
         sched_threads: 2,
         gm_bytes: 1 << 18,
-        swimlane: (level > 0).then_some(SwimlaneConfig { level, cost: None }),
+        swimlane: (level > 0).then_some(SwimlaneConfig {
+            level,
+            cost: None,
+            background,
+        }),
         ..Default::default()
     };
     let rt = runtime_with(cfg);
@@ -298,8 +306,8 @@ fn a_recorded_run_that_reuses_freed_addresses_has_no_false_edges() {
     // GM: addresses are freed and reused, and the graph must not link a
     // buffer's writer to the writer of an earlier buffer at that address.
     let steps = 3000;
-    let (_, plain, _, _) = scoped_chain(0, steps);
-    let (ids, bits, log, wall) = scoped_chain(1, steps);
+    let (_, plain, _, _) = scoped_chain(0, steps, false);
+    let (ids, bits, log, wall) = scoped_chain(1, steps, false);
     assert_eq!(bits, plain, "recording changed the result");
     let log = log.unwrap();
     assert_eq!(log.tasks.len(), ids.len());
@@ -346,7 +354,11 @@ fn fails(_core: &mut Core, _args: &Args) -> KResult<()> {
 fn a_failed_run_records_every_submitted_task_with_its_arguments() {
     use simpler_core::{ArgRole, ChipTensor};
     for level in [1, 4] {
-        let rt = runtime(Some(SwimlaneConfig { level, cost: None }));
+        let rt = runtime(Some(SwimlaneConfig {
+            level,
+            cost: None,
+            background: true,
+        }));
         let a = rt
             .upload_pod(&[0.5f32; 32], &SHAPE, DType::Float32)
             .unwrap();
@@ -392,4 +404,74 @@ fn a_failed_run_records_every_submitted_task_with_its_arguments() {
         assert!(!want.is_empty(), "level {level}: nothing was submitted");
         assert_eq!(got, want, "level {level}");
     }
+}
+
+/// A log converted on a thread of its own while the caller does its own
+/// work after the run is the log `take_swimlane` builds itself: the same
+/// tasks with the same arguments, the same edges, the same dispatches.
+#[test]
+fn a_log_converted_in_the_background_is_the_log_converted_when_taken() {
+    let (ids, bits, now, _) = scoped_chain(4, 400, false);
+    let (ids_bg, bits_bg, bg, _) = scoped_chain(4, 400, true);
+    assert_eq!((ids, bits), (ids_bg, bits_bg));
+    let (now, bg) = (now.unwrap(), bg.unwrap());
+    // Buffer addresses differ between two runtimes; the views do not.
+    let view = |l: &SwimlaneLog| -> Vec<_> {
+        l.tasks
+            .iter()
+            .map(|t| {
+                let args: Vec<_> = t
+                    .args
+                    .iter()
+                    .map(|(r, d)| (*r, d.dtype, d.shapes, d.strides, d.start_offset))
+                    .collect();
+                (t.task_id, t.scope, t.kernel_ids, t.block_num, args)
+            })
+            .collect()
+    };
+    assert_eq!(view(&bg), view(&now));
+    assert_eq!(bg.edges, now.edges);
+    assert_eq!(bg.submits.len(), now.submits.len());
+    let ran = |l: &SwimlaneLog| {
+        let mut v: Vec<_> = l
+            .dispatches
+            .iter()
+            .map(|d| (d.task_id, d.func_id, d.block))
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(ran(&bg), ran(&now));
+    assert_eq!(
+        (bg.level, bg.clusters, bg.func_names.len()),
+        (now.level, now.clusters, now.func_names.len())
+    );
+}
+
+#[test]
+fn a_background_log_is_taken_once() {
+    let rt = runtime(Some(SwimlaneConfig {
+        level: 2,
+        cost: None,
+        background: true,
+    }));
+    let x = rt
+        .upload_pod(&[1.0f32; 32], &SHAPE, DType::Float32)
+        .unwrap();
+    let out = rt.alloc_tensor(&SHAPE, DType::Float32).unwrap();
+    rt.run(&OrchArgs::new().tensor(x).output(out), |o, args| {
+        let (x, out) = (args.tensor_at(0)?, args.tensor_at(1)?);
+        o.submit(
+            Kernels::Aiv(0),
+            TaskArgs::new()
+                .input(&x)
+                .output_existing(&out)
+                .scalar_f32(1.0),
+        )?;
+        Ok(())
+    })
+    .unwrap();
+    let log = rt.take_swimlane().expect("recorded");
+    assert_eq!((log.tasks.len(), log.dispatches.len()), (1, 1));
+    assert!(rt.take_swimlane().is_none(), "taken once");
 }
