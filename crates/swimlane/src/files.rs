@@ -178,8 +178,10 @@ fn json_to(
 pub struct PredictSummary {
     /// Predicted makespan, device cycles.
     pub makespan: u64,
-    /// The predicted timeline (for its critical path and table).
+    /// The predicted timeline (for its table).
     pub timeline: Timeline,
+    /// Its critical path ([`crate::critical::observed`] of `timeline`).
+    pub critical: crate::critical::CriticalPath,
     /// Longest path by kernel cycles alone (a lower bound).
     pub static_path: u64,
     /// Σ kernel cycles.
@@ -292,8 +294,17 @@ fn write_predicted(
         });
         let (tasks, edges) = crate::record::graph(log);
         let pt = Timeline::with_graph(precs, tasks, edges, Some(names));
-        let trace = sink.write(&dir.join(PERFETTO_FILE), &mut |w| {
-            crate::perfetto::write_perfetto(&pt, w)
+        // The critical path meanwhile, off the trace's way.
+        let (trace, critical) = std::thread::scope(|s| {
+            let critical = s.spawn(|| crate::critical::observed(&pt));
+            let trace = sink.write(&dir.join(PERFETTO_FILE), &mut |w| {
+                crate::perfetto::write_perfetto(&pt, w)
+            });
+            let critical = critical.join();
+            (
+                trace,
+                critical.unwrap_or_else(|p| std::panic::resume_unwind(p)),
+            )
         });
         let (static_path, bottlenecks) = side
             .join()
@@ -302,6 +313,7 @@ fn write_predicted(
         Ok(PredictSummary {
             makespan: p.makespan,
             timeline: pt,
+            critical,
             static_path,
             work: p.dispatches.iter().map(|d| d.member.cost.cycles).sum(),
             bottlenecks,

@@ -68,8 +68,15 @@ pub fn render_path(t: &Timeline, cp: &CriticalPath, top: usize, observed: bool) 
         t.us(cp.busy()),
         t.us(cp.waits()),
     );
-    let funcs: std::collections::HashMap<u64, Option<u32>> =
-        t.dispatches.iter().map(|d| (d.task, d.func)).collect();
+    // The func of each task listed (its last dispatch's), found in one
+    // pass that keeps only those tasks.
+    let listed: rustc_hash::FxHashSet<u64> = cp.links.iter().take(top).map(|l| l.task).collect();
+    let funcs: rustc_hash::FxHashMap<u64, Option<u32>> = t
+        .dispatches
+        .iter()
+        .filter(|d| listed.contains(&d.task))
+        .map(|d| (d.task, d.func))
+        .collect();
     let t0 = t.t0();
     let _ = writeln!(
         s,
@@ -196,7 +203,7 @@ pub fn render(t: &Timeline, top: usize) -> String {
 /// The `--predict` lines of `run`.
 pub fn render_prediction(p: &PredictSummary, arch: &str, clusters: u32, top: usize) -> String {
     let t = &p.timeline;
-    let cp = critical::observed(t);
+    let cp = &p.critical;
     let cores = 3 * clusters as u64;
     let mut s = format!(
         "predicted ({arch} at {} MHz, {clusters} clusters): makespan {} cycles ({:.3} µs); critical path {} tasks, {} cycles; kernel work {} cycles ({} per core of {cores}); longest chain of kernels alone {} cycles\n",
@@ -225,6 +232,6 @@ pub fn render_prediction(p: &PredictSummary, arch: &str, clusters: u32, top: usi
             100.0 * share
         );
     }
-    s.push_str(&render_path(t, &cp, top, false));
+    s.push_str(&render_path(t, cp, top, false));
     s
 }
