@@ -542,6 +542,19 @@ mod tests {
     }
 
     #[test]
+    fn a_file_written_out_as_it_goes_is_whole() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("big.json");
+        // Past three write-out requests, in pieces that straddle them.
+        let piece: Vec<u8> = (0..=250u8).cycle().take(1_000_003).collect();
+        let n = (3 * Writeback::CHUNK as usize) / piece.len() + 2;
+        write_atomic(&path, |w| (0..n).try_for_each(|_| w.write_all(&piece))).unwrap();
+        let got = std::fs::read(&path).unwrap();
+        assert_eq!(got.len(), n * piece.len());
+        assert!(got.chunks(piece.len()).all(|c| c == piece.as_slice()));
+    }
+
+    #[test]
     fn os_messages_lose_the_error_number() {
         let e = io::Error::from_raw_os_error(28);
         assert_eq!(os_message(&e), "No space left on device");

@@ -297,3 +297,93 @@ pub fn bottlenecks(p: &Prediction) -> Vec<(u32, Pipe, u64, f64)> {
 }
 
 use std::cmp::Reverse;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::predict::{predict, ChipParams};
+
+    fn member(subtask: Subtask, func: u32, cycles: u64) -> Member {
+        let mut busy = [0; 7];
+        busy[func as usize % 7] = cycles / 2;
+        busy[6] = cycles / 3;
+        Member {
+            subtask,
+            func,
+            cost: DispatchCost {
+                cycles,
+                busy,
+                instructions: 1,
+            },
+        }
+    }
+
+    /// One row per (task, core), blocks on one core summed, the first
+    /// dispatch's scheduler and func, `core_type` 1 on vector cores —
+    /// computed here the plain way, from the placed dispatches.
+    #[test]
+    fn pmu_rows_sum_each_task_on_each_core() {
+        let mix = vec![
+            member(Subtask::Aic, 0, 900),
+            member(Subtask::Aiv0, 1, 500),
+            member(Subtask::Aiv1, 2, 700),
+        ];
+        let g = Graph {
+            tasks: vec![
+                GraphTask {
+                    id: 1 << 32,
+                    shape: TaskShape::Aiv,
+                    blocks: (0..5)
+                        .map(|b| vec![member(Subtask::Aiv0, 3, 100 + b)])
+                        .collect(),
+                },
+                GraphTask {
+                    id: (1 << 32) | 1,
+                    shape: TaskShape::Mix,
+                    blocks: vec![mix.clone(), mix],
+                },
+                GraphTask {
+                    id: 7,
+                    shape: TaskShape::Aic,
+                    blocks: vec![vec![member(Subtask::Aic, 4, 50)]; 3],
+                },
+            ],
+            edges: vec![(0, 2)],
+        };
+        let shape = ChipShape {
+            clusters: 1,
+            sched_threads: 1,
+            clock_hz: 1_000_000_000,
+        };
+        let p = predict(&g, shape, &ChipParams::default());
+        let mut out = Vec::new();
+        write_pmu(&g, &p, &mut out).unwrap();
+        let got = String::from_utf8(out).unwrap();
+
+        let mut want: BTreeMap<(usize, u32), (u32, u32, bool, u64, [u64; 7])> = BTreeMap::new();
+        for d in &p.dispatches {
+            let r =
+                want.entry((d.task, d.core))
+                    .or_insert((d.sched, d.member.func, false, 0, [0; 7]));
+            r.2 |= d.member.subtask != Subtask::Aic;
+            r.3 += d.member.cost.cycles;
+            for (a, b) in r.4.iter_mut().zip(d.member.cost.busy) {
+                *a += b;
+            }
+        }
+        let mut lines = vec![pmu_header()];
+        for ((task, core), (sched, func, vector, cycles, busy)) in want {
+            let busy: Vec<String> = busy.iter().map(u64::to_string).collect();
+            lines.push(format!(
+                "{sched},{core},{:#018x},{func},{},{cycles},{},2",
+                g.tasks[task].id,
+                u8::from(vector),
+                busy.join(",")
+            ));
+        }
+        assert_eq!(got, lines.join("\n") + "\n");
+        // Every task on every core it used: AIV task on both vector cores
+        // (5 blocks, one cluster), MIX on all three, AIC on one.
+        assert_eq!(got.lines().count(), 1 + 2 + 3 + 1, "{got}");
+    }
+}
