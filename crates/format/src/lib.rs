@@ -13,7 +13,8 @@
 //!   at most 80 characters long; [`json::from_slice`] parses a whole file
 //!   into a type with it.
 //! - [`durable::write_atomic`]: the one atomic, durable file writer;
-//!   [`stream::Seq`] writes a list from an iterator without building it.
+//!   [`stream`]: JSON written by hand (escaping, numbers) for the largest
+//!   files.
 //!
 //! Writing (`simpler-dump`) and reading (`simpler-inspect`) both use these
 //! types, so neither can drift from the other.

@@ -293,26 +293,24 @@ pub struct OrchPhase {
     pub end_cycles: u64,
 }
 
-/// `deps.json`: the task graph of a run.
-///
-/// The lists are type parameters so that a writer can serialize them
-/// from its own records as it goes ([`crate::stream::Seq`]) with the
-/// field names owned here; read, they are `Vec`s.
+/// `deps.json`: the task graph of a run (written by [`write_deps`]
+/// without building one).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Deps<T = Vec<DepTask>, N = Vec<DepTensor>, E = Vec<DepEdge>> {
+pub struct Deps {
     /// Ours ([`SWIMLANE_SCHEMA_VERSION`]); absent in upstream files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schema_version: Option<u32>,
-    /// Every submitted task ([`DepTask`]), in submission order.
-    pub tasks: T,
-    /// Every tensor a task argument names ([`DepTensor`]).
+    /// Every submitted task, in submission order.
+    pub tasks: Vec<DepTask>,
+    /// Every tensor a task argument names.
     #[serde(default)]
-    pub tensors: N,
-    /// Every dependency edge ([`DepEdge`]), with its source.
-    pub edges: E,
+    pub tensors: Vec<DepTensor>,
+    /// Every dependency edge, with its source.
+    pub edges: Vec<DepEdge>,
 }
 
-/// A task of [`Deps`] (its argument list a type parameter, as there).
+/// A task of [`Deps`]; its argument list a type parameter, so that
+/// [`write_deps`] takes it from an iterator.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DepTask<A = Vec<DepArg>> {
     /// Task id.

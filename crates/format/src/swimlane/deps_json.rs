@@ -3,10 +3,11 @@
 //!
 //! The field names are the ones of the types in [`super`] (serde derive
 //! reads them); a test writes random graphs both ways and compares the
-//! bytes. Why by hand: through serde (derived `Serialize`, lists as
-//! [`crate::stream::Seq`]) CaseLarge's 60 MB took 115–125 ms of CPU, a
-//! quarter of it escaping keys that never need it; by hand it takes
-//! 45–55 ms (measured with the whole `--predict` run, docs/swimlane.md).
+//! bytes. Why by hand: through serde (derived `Serialize`, lists
+//! serialized from iterators) CaseLarge's 60 MB took 115–130 ms of CPU on
+//! its thread, a quarter of it escaping keys that never need it; by hand
+//! 82–85 ms, of which ~35 ms is the kernel taking the bytes (per-thread
+//! CPU, three `--predict` runs each, docs/swimlane.md).
 
 use std::io::{self, Write};
 

@@ -2,11 +2,12 @@
 //! field names and layout of `swimlane_perfetto.json` live here.
 //!
 //! Written through serde (a derived `Event` struct, one `to_writer` per
-//! event) CaseLarge's predicted trace — 42 MB, ~300 000 events — took
-//! 105–115 ms of CPU; by hand, with serde_json's own float formatter and
-//! string escaping where a string needs it, it takes 45–50 ms for the
-//! same bytes (tested against the serde writer's output on every graph of
-//! the cmp check, see docs/swimlane.md).
+//! event), CaseLarge's predicted trace — 42 MB, ~300 000 events — took
+//! 120–130 ms of CPU (lanes, events and fsync; per-thread CPU, three
+//! `--predict` runs); by hand, with serde_json's own float formatter and
+//! its escaping where a string needs it, 70–80 ms for the same bytes
+//! (compared with the serde writer's output on every bundled workload at
+//! every level; docs/swimlane.md).
 
 use std::io::{self, Write};
 
