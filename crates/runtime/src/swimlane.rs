@@ -282,7 +282,7 @@ impl Recorded {
 /// The last run's recording: as its threads left it, or being turned into
 /// a log on a thread of its own ([`SwimlaneConfig::background`]).
 pub(crate) enum LastRecording {
-    Recorded(Recorded),
+    Recorded(Box<Recorded>),
     Converting(std::thread::JoinHandle<Option<SwimlaneLog>>),
 }
 
@@ -290,7 +290,7 @@ impl LastRecording {
     /// `r`, left as it is or (with `background`) already being converted.
     pub fn new(r: Recorded, background: bool) -> LastRecording {
         if !background {
-            return LastRecording::Recorded(r);
+            return LastRecording::Recorded(Box::new(r));
         }
         let slot = Arc::new(parking_lot::Mutex::new(Some(r)));
         let mine = slot.clone();
@@ -302,7 +302,7 @@ impl LastRecording {
             // No thread: the recording is still in the slot (the closure
             // that held the other handle was dropped); convert when taken.
             Err(_) => match slot.lock().take() {
-                Some(r) => LastRecording::Recorded(r),
+                Some(r) => LastRecording::Recorded(Box::new(r)),
                 None => unreachable!("the recording is taken only by the thread"),
             },
         }

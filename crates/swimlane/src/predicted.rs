@@ -360,7 +360,9 @@ mod tests {
         write_pmu(&g, &p, &mut out).unwrap();
         let got = String::from_utf8(out).unwrap();
 
-        let mut want: BTreeMap<(usize, u32), (u32, u32, bool, u64, [u64; 7])> = BTreeMap::new();
+        // (task, core) -> (sched, func, vector, cycles, busy).
+        type Row = (u32, u32, bool, u64, [u64; 7]);
+        let mut want: BTreeMap<(usize, u32), Row> = BTreeMap::new();
         for d in &p.dispatches {
             let r =
                 want.entry((d.task, d.core))

@@ -225,7 +225,7 @@ mod tests {
     }
 
     fn edge(s: &mut u64) -> DepEdge {
-        let some = |s: &mut u64| lcg(s) % 2 == 0;
+        let some = |s: &mut u64| lcg(s).is_multiple_of(2);
         DepEdge {
             pred: Dec64(lcg(s)),
             succ: Dec64(lcg(s)),
@@ -246,7 +246,7 @@ mod tests {
     fn deps(seed: u64) -> Deps {
         let s = &mut seed.clone();
         Deps {
-            schema_version: (seed % 2 == 0).then_some(1),
+            schema_version: seed.is_multiple_of(2).then_some(1),
             tasks: (0..lcg(s) % 5)
                 .map(|_| DepTask {
                     task_id: Dec64(lcg(s) << 32),
