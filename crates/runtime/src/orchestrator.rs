@@ -102,6 +102,9 @@ pub struct Orchestrator<'r> {
     /// tensor's region.
     scratch_deps: Vec<Arc<Task>>,
     scratch_regions: Vec<Option<Region>>,
+    /// Allocations the last view checks found (the same few buffers come
+    /// back in every submit; valid while GM is unchanged).
+    views: simpler_chip::ViewCache,
     /// Emptied buffer lists of closed scopes, reused by new scopes.
     spare_scopes: Vec<Vec<Arc<Buffer>>>,
     /// Time spent parked in [`Orchestrator::wait_until`].
@@ -141,6 +144,7 @@ impl<'r> Orchestrator<'r> {
             waited: Duration::ZERO,
             scratch_deps: Vec::new(),
             scratch_regions: Vec::new(),
+            views: simpler_chip::ViewCache::new(),
             spare_scopes: Vec::new(),
             rec,
         }
@@ -356,8 +360,9 @@ impl<'r> Orchestrator<'r> {
         // Once blocked, wait for an eighth of the window (the occupant of
         // the slot that far ahead, too): one wake-up per batch of
         // completions, not one per completion.
-        if let Some(prev) = self.rings[ring].slots[slot].clone() {
+        if let Some(prev) = self.rings[ring].slots[slot].as_ref() {
             if !prev.is_complete() {
+                let prev = prev.clone();
                 let k = (slot + (self.window / 8) as usize) % self.window as usize;
                 let ahead = self.rings[ring].slots[k].clone();
                 let marked = self.shared.counters.marked.load(Ordering::Acquire);
@@ -431,7 +436,8 @@ impl<'r> Orchestrator<'r> {
                     // The span from the view's own shape and strides; the
                     // derived fields kernels and the TensorMap read are
                     // recomputed, whatever the caller left in them.
-                    let span = self.shared.gm.check_view(&desc, true).map_err(|e| {
+                    let gm = &self.shared.gm;
+                    let span = gm.check_view_cached(&desc, true, &mut self.views).map_err(|e| {
                         RuntimeError::InvalidSubmit(format!("tensor argument {i}: {e}"))
                     })?;
                     desc.set_span(span);
