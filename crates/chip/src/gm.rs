@@ -265,7 +265,7 @@ pub struct Gm {
     heap: RwLock<Heap>,
     /// Bumped under the heap's write lock by every allocation and free:
     /// what [`ViewCache`] entries are valid for.
-    generation: AtomicU64,
+    pub(crate) generation: AtomicU64,
 }
 
 impl std::fmt::Debug for Gm {

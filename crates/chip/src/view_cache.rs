@@ -83,3 +83,104 @@ impl ViewCache {
         self.next = (self.next + 1) % ENTRIES;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Gm;
+    use simpler_core::{ChipTensor, DType, KernelError};
+
+    /// `[n]` f32 at `addr`.
+    fn view(addr: u64, n: u32) -> ChipTensor {
+        ChipTensor::contiguous(addr, &[n], DType::Float32)
+    }
+
+    /// The cached check and the locked one agree, errors included.
+    fn same(gm: &Gm, v: &ChipTensor, write: bool, cache: &mut ViewCache) -> bool {
+        let cached = gm.check_view_cached(v, write, cache);
+        let locked = gm.check_view(v, write);
+        assert_eq!(
+            cached.as_ref().map_err(|e| e.to_string()),
+            locked.as_ref().map_err(|e| e.to_string())
+        );
+        cached.is_ok()
+    }
+
+    #[test]
+    fn a_freed_buffer_is_refused_and_a_new_one_accepted() {
+        let gm = Gm::new(1 << 16).unwrap();
+        let a = gm.alloc(64).unwrap();
+        let b = gm.alloc(256).unwrap();
+        let mut cache = ViewCache::new();
+        for _ in 0..3 {
+            assert!(same(&gm, &view(a, 16), true, &mut cache));
+            assert!(same(&gm, &view(b, 64), true, &mut cache));
+        }
+        // Cached hits: both allocations are remembered for this generation.
+        let g = gm.generation.load(std::sync::atomic::Ordering::Acquire);
+        assert!(cache.holds(g, a, 64, true) && cache.holds(g, b, 256, true));
+        assert!(
+            !cache.holds(g, a, 65, false),
+            "padding is not requested bytes"
+        );
+
+        gm.free(b).unwrap();
+        assert!(!same(&gm, &view(b, 64), false, &mut cache), "freed");
+        assert!(!same(&gm, &view(b, 1), true, &mut cache), "freed");
+        assert!(same(&gm, &view(a, 16), true, &mut cache), "a is still live");
+        // The same address again, smaller: only its new bytes pass.
+        assert_eq!(gm.alloc(64).unwrap(), b, "the freed block comes back");
+        assert!(same(&gm, &view(b, 16), true, &mut cache));
+        assert!(
+            !same(&gm, &view(b, 17), true, &mut cache),
+            "beyond 64 bytes"
+        );
+        assert!(!same(&gm, &view(b, 64), false, &mut cache));
+    }
+
+    #[test]
+    fn reserved_regions_are_readable_not_writable() {
+        let gm = Gm::new(1 << 16).unwrap();
+        let r = gm.reserve(128).unwrap();
+        let mut cache = ViewCache::new();
+        for _ in 0..2 {
+            assert!(same(&gm, &view(r.base(), 32), false, &mut cache));
+            assert!(!same(&gm, &view(r.base(), 32), true, &mut cache));
+        }
+        let e = gm
+            .check_view_cached(&view(r.base() + 4, 4), true, &mut cache)
+            .unwrap_err();
+        assert!(matches!(e, KernelError::GmReserved { .. }), "{e}");
+        gm.release(r).unwrap();
+        assert!(!same(&gm, &view(gm.base(), 1), false, &mut cache));
+    }
+
+    #[test]
+    fn more_buffers_than_entries_and_bad_views() {
+        let gm = Gm::new(1 << 16).unwrap();
+        let bufs: Vec<u64> = (0..3 * ENTRIES).map(|_| gm.alloc(64).unwrap()).collect();
+        let mut cache = ViewCache::new();
+        for round in 0..3 {
+            for &b in &bufs {
+                assert!(same(&gm, &view(b, 16), true, &mut cache), "round {round}");
+                assert!(!same(&gm, &view(b + 4, 16), true, &mut cache));
+            }
+        }
+        // A view spanning two neighbouring allocations is refused even
+        // when both are cached.
+        let (a, b) = (bufs[0], bufs[1]);
+        assert_eq!(b, a + 64);
+        assert!(same(&gm, &view(b, 16), true, &mut cache));
+        assert!(!same(&gm, &view(a + 32, 16), true, &mut cache));
+        // Spans that overflow, and the empty view.
+        let mut wrap = view(a, 16);
+        wrap.start_offset = u64::MAX / 2;
+        assert!(!same(&gm, &wrap, false, &mut cache));
+        assert!(same(
+            &gm,
+            &ChipTensor::contiguous(0, &[0], DType::Float32),
+            true,
+            &mut cache
+        ));
+    }
+}

@@ -437,9 +437,11 @@ impl<'r> Orchestrator<'r> {
                     // derived fields kernels and the TensorMap read are
                     // recomputed, whatever the caller left in them.
                     let gm = &self.shared.gm;
-                    let span = gm.check_view_cached(&desc, true, &mut self.views).map_err(|e| {
-                        RuntimeError::InvalidSubmit(format!("tensor argument {i}: {e}"))
-                    })?;
+                    let span = gm
+                        .check_view_cached(&desc, true, &mut self.views)
+                        .map_err(|e| {
+                            RuntimeError::InvalidSubmit(format!("tensor argument {i}: {e}"))
+                        })?;
                     desc.set_span(span);
                     if *role == ArgRole::NoDep {
                         desc.manual_dep = true;

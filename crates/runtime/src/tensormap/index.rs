@@ -142,7 +142,8 @@ impl<T> Index<T> {
         // read-only input), or a live front and no compaction due.
         match self.entries.front() {
             None => self.clear(),
-            Some(e) if e.who.as_ref().is_some_and(live) && self.entries.len() < self.compact_at => {}
+            Some(e) if e.who.as_ref().is_some_and(live) && self.entries.len() < self.compact_at => {
+            }
             Some(_) => self.retire_front(live),
         }
     }

@@ -285,3 +285,59 @@ fn payload_areas_reused_by_dispatches_with_fewer_arguments_read_zero_past_them()
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(report.dispatches, 64);
 }
+
+fn noop(_core: &mut Core, _args: &Args) -> KResult<()> {
+    Ok(())
+}
+
+/// Issue 11: submit checks views against a cache of the allocations it
+/// found last; a free in the middle of a run must still refuse the freed
+/// buffer's views at once, and the block allocated again in its place
+/// must be accepted by its new size only.
+#[test]
+fn a_buffer_freed_mid_run_is_refused_at_submit_and_its_successor_accepted() {
+    let rt = Runtime::new(
+        RuntimeConfig {
+            clusters: 1,
+            gm_bytes: 1 << 20,
+            timeout: Some(Duration::from_secs(60)),
+            ..Default::default()
+        },
+        vec![KernelDef::new(0, "noop", CoreType::Aiv, noop)],
+    )
+    .unwrap();
+    let x = rt.alloc_tensor(&[64], DType::Float32).unwrap();
+    let gm = rt.gm().clone();
+    let mut refused = Vec::new();
+    rt.run(&OrchArgs::new(), |o, _| {
+        let row = x.view(&[0], &[16])?;
+        for _ in 0..3 {
+            o.submit(
+                Kernels::Aiv(0),
+                TaskArgs::new().input(&x).output_existing(&row),
+            )?;
+        }
+        gm.free(x.addr()).unwrap();
+        for args in [TaskArgs::new().input(&x), TaskArgs::new().inout(&row)] {
+            match o.submit(Kernels::Aiv(0), args) {
+                Err(RuntimeError::InvalidSubmit(m)) => refused.push(m),
+                other => panic!("a freed buffer's view was not refused: {other:?}"),
+            }
+        }
+        // The freed block comes back for the same size class, smaller.
+        assert_eq!(gm.alloc(32).unwrap(), x.addr());
+        o.submit(Kernels::Aiv(0), TaskArgs::new().inout(&x.view(&[0], &[8])?))?;
+        match o.submit(Kernels::Aiv(0), TaskArgs::new().input(&row)) {
+            Err(RuntimeError::InvalidSubmit(m)) => refused.push(m),
+            other => panic!("16 floats in a 32-byte allocation passed: {other:?}"),
+        }
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(refused.len(), 3);
+    for m in &refused {
+        assert!(m.starts_with("tensor argument 0: "), "{m}");
+        assert!(m.contains(&hex(x.addr())), "{m}");
+        assert!(m.contains("out of bounds"), "{m}");
+    }
+}
