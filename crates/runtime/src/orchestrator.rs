@@ -105,6 +105,11 @@ pub struct Orchestrator<'r> {
     /// Allocations the last view checks found (the same few buffers come
     /// back in every submit; valid while GM is unchanged).
     views: simpler_chip::ViewCache,
+    /// A finished task no one else holds, taken from the slot it left:
+    /// the next submit writes its task into this allocation, and its
+    /// emptied tensor list, instead of allocating both.
+    spare_task: Option<Arc<Task>>,
+    spare_tensors: Vec<TaskTensor>,
     /// Emptied buffer lists of closed scopes, reused by new scopes.
     spare_scopes: Vec<Vec<Arc<Buffer>>>,
     /// Time spent parked in [`Orchestrator::wait_until`].
@@ -145,6 +150,8 @@ impl<'r> Orchestrator<'r> {
             scratch_deps: Vec::new(),
             scratch_regions: Vec::new(),
             views: simpler_chip::ViewCache::new(),
+            spare_task: None,
+            spare_tensors: Vec::new(),
             spare_scopes: Vec::new(),
             rec,
         }
@@ -374,7 +381,7 @@ impl<'r> Orchestrator<'r> {
         }
 
         let (tensors, buffers, outputs) = self.take_tensors(id, &args)?;
-        let task = Arc::new(Task::new(
+        let task = self.new_task(Task::new(
             id,
             kernels,
             members,
@@ -393,7 +400,8 @@ impl<'r> Orchestrator<'r> {
         self.submitted += 1;
 
         let dep_ids = self.wire(&task, &args.after);
-        self.rings[ring].slots[slot] = Some(task.clone());
+        let left = self.rings[ring].slots[slot].replace(task.clone());
+        self.keep_spare(left);
         self.rings[ring].next_local = local.wrapping_add(1);
         self.shared.outstanding.fetch_add(1, Ordering::AcqRel);
         // Occupied slots: submitted minus those whose task is marked complete.
@@ -413,6 +421,33 @@ impl<'r> Orchestrator<'r> {
         })
     }
 
+    /// `t` in an `Arc`: the spare task's allocation when there is one.
+    fn new_task(&mut self, t: Task) -> Arc<Task> {
+        match self.spare_task.take() {
+            Some(mut spare) => match Arc::get_mut(&mut spare) {
+                Some(m) => {
+                    *m = t;
+                    spare
+                }
+                None => Arc::new(t),
+            },
+            None => Arc::new(t),
+        }
+    }
+
+    /// Keep the task that left a slot for reuse when nothing else holds
+    /// it (its dependents, the ready queue and the TensorMap let go of a
+    /// task once it has finished and been retired); else drop it.
+    fn keep_spare(&mut self, left: Option<Arc<Task>>) {
+        let Some(mut left) = left else { return };
+        if let Some(m) = Arc::get_mut(&mut left) {
+            let mut tensors = std::mem::take(&mut m.tensors);
+            tensors.clear();
+            self.spare_tensors = tensors;
+            self.spare_task = Some(left);
+        }
+    }
+
     /// The task's tensors as it will see them, the runtime buffers it
     /// keeps alive (one reference each) and the outputs allocated for it.
     fn take_tensors(
@@ -420,7 +455,8 @@ impl<'r> Orchestrator<'r> {
         id: TaskId,
         args: &TaskArgs,
     ) -> Result<(Vec<TaskTensor>, TaskBuffers, Vec<Tensor>), RuntimeError> {
-        let mut tensors = Vec::with_capacity(args.tensors.len());
+        let mut tensors = std::mem::take(&mut self.spare_tensors);
+        tensors.reserve(args.tensors.len());
         let mut buffers = TaskBuffers::default();
         let mut outputs = Vec::new();
         for (i, (arg, dump)) in args.tensors.iter().enumerate() {
