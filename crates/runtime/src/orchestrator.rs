@@ -414,6 +414,7 @@ impl<'r> Orchestrator<'r> {
         if task.release_fanin() {
             self.shared.push_ready(task);
         }
+        crate::args::recycle_tensors(std::mem::take(&mut args.tensors));
         Ok(Submitted {
             task_id: id,
             outputs,
@@ -426,6 +427,7 @@ impl<'r> Orchestrator<'r> {
         match self.spare_task.take() {
             Some(mut spare) => match Arc::get_mut(&mut spare) {
                 Some(m) => {
+                    crate::args::recycle_scalars(std::mem::take(&mut m.scalars));
                     *m = t;
                     spare
                 }
