@@ -257,8 +257,8 @@ impl<'r> Orchestrator<'r> {
     }
 
     fn resolve(&self, kernels: Kernels) -> Result<Members, RuntimeError> {
-        let mut list = [None; 3];
-        for (slot, (subtask, func_id)) in kernels.member_slots().into_iter().flatten().enumerate() {
+        let mut members: Option<Members> = None;
+        for (subtask, func_id) in kernels.member_slots().into_iter().flatten() {
             let def = self.registry.get(func_id)?;
             let wanted = subtask.core_type();
             if def.core_type != wanted {
@@ -269,14 +269,18 @@ impl<'r> Orchestrator<'r> {
                     wanted,
                 });
             }
-            list[slot] = Some(Member {
+            let m = Member {
                 subtask,
                 func_id,
                 name: def.name,
                 func: def.func,
-            });
+            };
+            match &mut members {
+                Some(ms) => ms.push(m),
+                None => members = Some(Members::one(m)),
+            }
         }
-        Members::new(list).ok_or_else(|| {
+        members.ok_or_else(|| {
             RuntimeError::InvalidSubmit("a MIX task needs at least one member".into())
         })
     }
