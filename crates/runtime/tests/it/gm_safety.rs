@@ -341,3 +341,56 @@ fn a_buffer_freed_mid_run_is_refused_at_submit_and_its_successor_accepted() {
         assert!(m.contains("out of bounds"), "{m}");
     }
 }
+
+/// Issue 11: with a window of 2 every submit reuses the allocation of a
+/// finished task and argument lists of earlier ones; a task with few
+/// arguments after one with many must see none of its predecessor's
+/// (slots past its own arguments read zero, its scalars are its own).
+#[test]
+fn reused_tasks_and_argument_lists_carry_nothing_over() {
+    let rt = Runtime::new(
+        RuntimeConfig {
+            clusters: 1,
+            sched_threads: 1,
+            task_window: 2,
+            gm_bytes: 16 << 20,
+            timeout: Some(Duration::from_secs(60)),
+            ..Default::default()
+        },
+        vec![KernelDef::new(
+            0,
+            "slots_past_args_are_zero",
+            CoreType::Aic,
+            slots_past_args_are_zero,
+        )],
+    )
+    .unwrap();
+    let x = rt.alloc_tensor(&[64], DType::Float32).unwrap();
+    let report = rt
+        .run(&OrchArgs::new(), |o, _| {
+            for i in 0..200u32 {
+                let (tensors, scalars) = match i % 3 {
+                    0 => (6, 10),
+                    1 => (0, 1),
+                    _ => (1 + i % 2, 1 + i % 5),
+                };
+                let mut a = TaskArgs::new();
+                for t in 0..tensors {
+                    a = a.input(&x.view(&[t * 8], &[8])?);
+                }
+                for j in 0..scalars {
+                    let k = u64::from(tensors + scalars);
+                    a = a.scalar_u64(if j == 0 {
+                        k
+                    } else {
+                        0xdead_0000 + u64::from(j)
+                    });
+                }
+                let s = o.submit(Kernels::Aic(0), a)?;
+                assert!(s.outputs.is_empty() && s.deps.is_empty(), "task {i}: {s:?}");
+            }
+            Ok(())
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((report.tasks, report.dispatches), (200, 200));
+}
