@@ -256,7 +256,7 @@ impl GmArea {
 /// Device addresses are host addresses of the mapping's bytes, as in the
 /// reference system's simulation. Access is through `&self`, so cores on
 /// many threads share one `Gm`; concurrent accesses to the same bytes are
-/// data-race-free (see [`crate::shared_mem`]) and the runtime's race check
+/// data-race-free (see the `shared_mem` module) and the runtime's race check
 /// reports writers that overlap.
 pub struct Gm {
     mem: SharedBytes,
