@@ -15,13 +15,12 @@
 //! cache, and running out of memory is never an artefact of it.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::RwLock;
 use simpler_core::{ByteSpan, ChipTensor, GmAlloc, KResult, KernelError};
 use thiserror::Error;
 
-use crate::{shared_mem::SharedBytes, ViewCache, WriteLog};
+use crate::{shared_mem::SharedBytes, WriteLog};
 
 /// Alignment of every GM allocation.
 pub const GM_ALIGN: u64 = 64;
@@ -175,17 +174,6 @@ impl Heap {
     }
 }
 
-/// A write of `[addr, addr+len)` refused because it falls in the reserved
-/// allocation `a` at `base`.
-fn reserved_err(addr: u64, len: u64, base: u64, a: Alloc) -> KernelError {
-    KernelError::GmReserved {
-        addr,
-        len,
-        area: base,
-        area_len: a.requested,
-    }
-}
-
 /// A GM region the runtime reserved for itself (dispatch argument arrays).
 ///
 /// The capability to write it: only the holder of this value can
@@ -263,9 +251,6 @@ pub struct Gm {
     base: u64,
     size: u64,
     heap: RwLock<Heap>,
-    /// Bumped under the heap's write lock by every allocation and free:
-    /// what [`ViewCache`] entries are valid for.
-    pub(crate) generation: AtomicU64,
 }
 
 impl std::fmt::Debug for Gm {
@@ -328,7 +313,6 @@ impl Gm {
             base,
             size,
             heap: RwLock::new(heap),
-            generation: AtomicU64::new(0),
         })
     }
 
@@ -404,8 +388,6 @@ impl Gm {
         );
         h.used += len;
         h.peak = h.peak.max(h.used);
-        // Under the write lock, before it is released (see `ViewCache`).
-        self.generation.fetch_add(1, Ordering::Release);
         // Only bytes some earlier allocation held can be non-zero.
         let dirty = h.clean_from.saturating_sub(start).min(len);
         h.clean_from = h.clean_from.max(start + len);
@@ -446,8 +428,6 @@ impl Gm {
         };
         h.used -= len;
         h.put_quick(addr, len);
-        // Under the write lock, before it is released (see `ViewCache`).
-        self.generation.fetch_add(1, Ordering::Release);
         Ok(())
     }
 
@@ -461,7 +441,12 @@ impl Gm {
     fn locate(&self, addr: u64, len: u64, write: bool) -> KResult<u64> {
         let (base, a) = self.heap.read().find(addr, len)?;
         if write && a.reserved {
-            return Err(reserved_err(addr, len, base, a));
+            return Err(KernelError::GmReserved {
+                addr,
+                len,
+                area: base,
+                area_len: a.requested,
+            });
         }
         Ok(base)
     }
@@ -497,41 +482,6 @@ impl Gm {
         if !span.is_empty() {
             self.locate(span.start, span.len(), write)?;
         }
-        Ok(span)
-    }
-
-    /// [`Gm::check_view`] with a cache of the allocations recent checks
-    /// found: while no allocation or free has happened since, a span inside
-    /// one of them passes without the heap lock (soundness: [`ViewCache`]).
-    /// Accepts and refuses exactly what [`Gm::check_view`] does, with the
-    /// same errors.
-    ///
-    /// # Errors
-    /// As for [`Gm::check_view`].
-    pub fn check_view_cached(
-        &self,
-        view: &ChipTensor,
-        write: bool,
-        cache: &mut ViewCache,
-    ) -> KResult<ByteSpan> {
-        let span = view.byte_span()?;
-        if span.is_empty() {
-            return Ok(span);
-        }
-        let generation = self.generation.load(Ordering::Acquire);
-        if cache.holds(generation, span.start, span.len(), write) {
-            return Ok(span);
-        }
-        let h = self.heap.read();
-        let (base, a) = h.find(span.start, span.len())?;
-        if write && a.reserved {
-            return Err(reserved_err(span.start, span.len(), base, a));
-        }
-        // Writers bump it only under the write lock: stable while we hold
-        // the read lock, and the generation this search's result is for.
-        let generation = self.generation.load(Ordering::Relaxed);
-        drop(h);
-        cache.put(generation, base, a.requested, a.reserved);
         Ok(span)
     }
 

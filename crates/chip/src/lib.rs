@@ -27,11 +27,9 @@ mod arch;
 mod gm;
 mod local;
 mod shared_mem;
-mod view_cache;
 mod write_log;
 
 pub use arch::ArchProfile;
 pub use gm::{Gm, GmArea, GmError, Reserved, GM_ALIGN};
 pub use local::{BufKind, LocalBuffers};
-pub use view_cache::ViewCache;
 pub use write_log::{WriteLog, WriteRun};

@@ -1,9 +1,7 @@
 //! What orchestration code passes around: tensors, scalars, task arguments.
 
-use std::cell::Cell;
-
 pub use simpler_core::{ArgRole, Scalar};
-use simpler_core::{ChipTensor, DType, TaskId, TaskScalar};
+use simpler_core::{ChipTensor, DType, TaskId};
 
 use crate::RuntimeError;
 
@@ -102,28 +100,6 @@ pub enum TensorArg {
     New(TensorInfo),
 }
 
-thread_local! {
-    /// Emptied argument lists of tasks submitted on this thread: the next
-    /// [`TaskArgs`] built here takes them instead of allocating (an
-    /// orchestrator builds and submits one task after another).
-    static SPARE_TENSORS: Cell<Vec<(TensorArg, bool)>> = const { Cell::new(Vec::new()) };
-    static SPARE_SCALARS: Cell<Vec<(Scalar, bool)>> = const { Cell::new(Vec::new()) };
-}
-
-/// Keep a submitted task's tensor list for the next [`TaskArgs`].
-pub(crate) fn recycle_tensors(mut v: Vec<(TensorArg, bool)>) {
-    v.clear();
-    let _ = SPARE_TENSORS.try_with(|c| c.set(v));
-}
-
-/// Keep a finished task's scalar list for the next [`TaskArgs`].
-pub(crate) fn recycle_scalars(mut v: Vec<TaskScalar>) {
-    v.clear();
-    // In place: the collect keeps the allocation (same layout).
-    let v: Vec<(Scalar, bool)> = v.into_iter().map(|s| (s.scalar, s.marked)).collect();
-    let _ = SPARE_SCALARS.try_with(|c| c.set(v));
-}
-
 /// The arguments of one task: tensors in slot order, then scalars.
 ///
 /// ```
@@ -155,10 +131,8 @@ impl TaskArgs {
     }
 
     fn tensor(mut self, a: TensorArg) -> TaskArgs {
-        // One allocation for the usual task (up to 8 tensors), not one per
-        // doubling; none when an earlier task's list is spare.
+        // One allocation for the usual task (up to 8 tensors), not one per doubling.
         if self.tensors.capacity() == 0 {
-            self.tensors = SPARE_TENSORS.try_with(Cell::take).unwrap_or_default();
             self.tensors.reserve(8);
         }
         self.tensors.push((a, false));
@@ -193,9 +167,6 @@ impl TaskArgs {
 
     /// A scalar.
     pub fn scalar(mut self, s: Scalar) -> TaskArgs {
-        if self.scalars.capacity() == 0 {
-            self.scalars = SPARE_SCALARS.try_with(Cell::take).unwrap_or_default();
-        }
         self.scalars.push((s, false));
         self.last_is_scalar = Some(true);
         self

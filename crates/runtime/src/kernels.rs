@@ -11,13 +11,7 @@ use crate::RuntimeError;
 #[derive(Debug, Default, Clone)]
 pub struct KernelRegistry {
     by_id: BTreeMap<u32, KernelDef>,
-    /// The kernels with small ids again, indexed by id: every submit
-    /// looks its kernels up.
-    dense: Vec<Option<KernelDef>>,
 }
-
-/// Ids below this are also in [`KernelRegistry::dense`].
-const DENSE_IDS: u32 = 1024;
 
 impl KernelRegistry {
     /// A registry of `defs`.
@@ -37,15 +31,7 @@ impl KernelRegistry {
     /// # Errors
     /// [`RuntimeError::DuplicateFunc`] when the id is taken.
     pub fn register(&mut self, def: KernelDef) -> Result<(), RuntimeError> {
-        let taken = self.by_id.insert(def.func_id, def).is_some();
-        if def.func_id < DENSE_IDS {
-            let i = def.func_id as usize;
-            if self.dense.len() <= i {
-                self.dense.resize(i + 1, None);
-            }
-            self.dense[i] = Some(def);
-        }
-        if taken {
+        if self.by_id.insert(def.func_id, def).is_some() {
             return Err(RuntimeError::DuplicateFunc(def.func_id));
         }
         Ok(())
@@ -56,9 +42,6 @@ impl KernelRegistry {
     /// # Errors
     /// [`RuntimeError::UnknownFunc`] listing the known ids.
     pub fn get(&self, func_id: u32) -> Result<&KernelDef, RuntimeError> {
-        if let Some(Some(d)) = self.dense.get(func_id as usize) {
-            return Ok(d);
-        }
         self.by_id
             .get(&func_id)
             .ok_or_else(|| RuntimeError::UnknownFunc {

@@ -102,14 +102,6 @@ pub struct Orchestrator<'r> {
     /// tensor's region.
     scratch_deps: Vec<Arc<Task>>,
     scratch_regions: Vec<Option<Region>>,
-    /// Allocations the last view checks found (the same few buffers come
-    /// back in every submit; valid while GM is unchanged).
-    views: simpler_chip::ViewCache,
-    /// A finished task no one else holds, taken from the slot it left:
-    /// the next submit writes its task into this allocation, and its
-    /// emptied tensor list, instead of allocating both.
-    spare_task: Option<Arc<Task>>,
-    spare_tensors: Vec<TaskTensor>,
     /// Emptied buffer lists of closed scopes, reused by new scopes.
     spare_scopes: Vec<Vec<Arc<Buffer>>>,
     /// Time spent parked in [`Orchestrator::wait_until`].
@@ -149,9 +141,6 @@ impl<'r> Orchestrator<'r> {
             waited: Duration::ZERO,
             scratch_deps: Vec::new(),
             scratch_regions: Vec::new(),
-            views: simpler_chip::ViewCache::new(),
-            spare_task: None,
-            spare_tensors: Vec::new(),
             spare_scopes: Vec::new(),
             rec,
         }
@@ -257,8 +246,8 @@ impl<'r> Orchestrator<'r> {
     }
 
     fn resolve(&self, kernels: Kernels) -> Result<Members, RuntimeError> {
-        let mut members: Option<Members> = None;
-        for (subtask, func_id) in kernels.member_slots().into_iter().flatten() {
+        let mut list = [None; 3];
+        for (slot, (subtask, func_id)) in kernels.member_slots().into_iter().flatten().enumerate() {
             let def = self.registry.get(func_id)?;
             let wanted = subtask.core_type();
             if def.core_type != wanted {
@@ -269,18 +258,14 @@ impl<'r> Orchestrator<'r> {
                     wanted,
                 });
             }
-            let m = Member {
+            list[slot] = Some(Member {
                 subtask,
                 func_id,
                 name: def.name,
                 func: def.func,
-            };
-            match &mut members {
-                Some(ms) => ms.push(m),
-                None => members = Some(Members::one(m)),
-            }
+            });
         }
-        members.ok_or_else(|| {
+        Members::new(list).ok_or_else(|| {
             RuntimeError::InvalidSubmit("a MIX task needs at least one member".into())
         })
     }
@@ -371,9 +356,8 @@ impl<'r> Orchestrator<'r> {
         // Once blocked, wait for an eighth of the window (the occupant of
         // the slot that far ahead, too): one wake-up per batch of
         // completions, not one per completion.
-        if let Some(prev) = self.rings[ring].slots[slot].as_ref() {
+        if let Some(prev) = self.rings[ring].slots[slot].clone() {
             if !prev.is_complete() {
-                let prev = prev.clone();
                 let k = (slot + (self.window / 8) as usize) % self.window as usize;
                 let ahead = self.rings[ring].slots[k].clone();
                 let marked = self.shared.counters.marked.load(Ordering::Acquire);
@@ -385,7 +369,7 @@ impl<'r> Orchestrator<'r> {
         }
 
         let (tensors, buffers, outputs) = self.take_tensors(id, &args)?;
-        let task = self.new_task(Task::new(
+        let task = Arc::new(Task::new(
             id,
             kernels,
             members,
@@ -404,8 +388,7 @@ impl<'r> Orchestrator<'r> {
         self.submitted += 1;
 
         let dep_ids = self.wire(&task, &args.after);
-        let left = self.rings[ring].slots[slot].replace(task.clone());
-        self.keep_spare(left);
+        self.rings[ring].slots[slot] = Some(task.clone());
         self.rings[ring].next_local = local.wrapping_add(1);
         self.shared.outstanding.fetch_add(1, Ordering::AcqRel);
         // Occupied slots: submitted minus those whose task is marked complete.
@@ -418,40 +401,11 @@ impl<'r> Orchestrator<'r> {
         if task.release_fanin() {
             self.shared.push_ready(task);
         }
-        crate::args::recycle_tensors(std::mem::take(&mut args.tensors));
         Ok(Submitted {
             task_id: id,
             outputs,
             deps: dep_ids,
         })
-    }
-
-    /// `t` in an `Arc`: the spare task's allocation when there is one.
-    fn new_task(&mut self, t: Task) -> Arc<Task> {
-        match self.spare_task.take() {
-            Some(mut spare) => match Arc::get_mut(&mut spare) {
-                Some(m) => {
-                    crate::args::recycle_scalars(std::mem::take(&mut m.scalars));
-                    *m = t;
-                    spare
-                }
-                None => Arc::new(t),
-            },
-            None => Arc::new(t),
-        }
-    }
-
-    /// Keep the task that left a slot for reuse when nothing else holds
-    /// it (its dependents, the ready queue and the TensorMap let go of a
-    /// task once it has finished and been retired); else drop it.
-    fn keep_spare(&mut self, left: Option<Arc<Task>>) {
-        let Some(mut left) = left else { return };
-        if let Some(m) = Arc::get_mut(&mut left) {
-            let mut tensors = std::mem::take(&mut m.tensors);
-            tensors.clear();
-            self.spare_tensors = tensors;
-            self.spare_task = Some(left);
-        }
     }
 
     /// The task's tensors as it will see them, the runtime buffers it
@@ -461,13 +415,7 @@ impl<'r> Orchestrator<'r> {
         id: TaskId,
         args: &TaskArgs,
     ) -> Result<(Vec<TaskTensor>, TaskBuffers, Vec<Tensor>), RuntimeError> {
-        let mut tensors = std::mem::take(&mut self.spare_tensors);
-        // A spare too small is dropped, not grown: growing rounded a fresh
-        // list up to 4 tensors or copied it (CaseLarge: +600 page faults a
-        // run, most tasks finding no spare or a smaller one).
-        if tensors.capacity() < args.tensors.len() {
-            tensors = Vec::with_capacity(args.tensors.len());
-        }
+        let mut tensors = Vec::with_capacity(args.tensors.len());
         let mut buffers = TaskBuffers::default();
         let mut outputs = Vec::new();
         for (i, (arg, dump)) in args.tensors.iter().enumerate() {
@@ -483,12 +431,9 @@ impl<'r> Orchestrator<'r> {
                     // The span from the view's own shape and strides; the
                     // derived fields kernels and the TensorMap read are
                     // recomputed, whatever the caller left in them.
-                    let gm = &self.shared.gm;
-                    let span = gm
-                        .check_view_cached(&desc, true, &mut self.views)
-                        .map_err(|e| {
-                            RuntimeError::InvalidSubmit(format!("tensor argument {i}: {e}"))
-                        })?;
+                    let span = self.shared.gm.check_view(&desc, true).map_err(|e| {
+                        RuntimeError::InvalidSubmit(format!("tensor argument {i}: {e}"))
+                    })?;
                     desc.set_span(span);
                     if *role == ArgRole::NoDep {
                         desc.manual_dep = true;

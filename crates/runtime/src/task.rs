@@ -60,15 +60,14 @@ pub(crate) struct Members {
 }
 
 impl Members {
-    /// One member.
-    pub fn one(m: Member) -> Members {
-        Members { list: [m; 3], n: 1 }
-    }
-
-    /// Add the next member (a cluster has three cores: at most three).
-    pub fn push(&mut self, m: Member) {
-        self.list[usize::from(self.n)] = m;
-        self.n += 1;
+    /// The members packed at the front of `list`; `None` when there is none.
+    pub fn new(list: [Option<Member>; 3]) -> Option<Members> {
+        let first = list[0]?;
+        let n = list.iter().take_while(|m| m.is_some()).count();
+        Some(Members {
+            list: list.map(|m| m.unwrap_or(first)),
+            n: n as u8,
+        })
     }
 
     /// The members, in cluster order.

@@ -136,20 +136,7 @@ impl<T> Index<T> {
 
     /// Drop entries from the front while they are tombstones or their
     /// task has finished.
-    #[inline]
     pub fn retire(&mut self, live: &impl Fn(&T) -> bool) {
-        // The common cheap cases inline: nothing held (the writers of a
-        // read-only input), or a live front and no compaction due.
-        match self.entries.front() {
-            None => self.clear(),
-            Some(e) if e.who.as_ref().is_some_and(live) && self.entries.len() < self.compact_at => {
-            }
-            Some(_) => self.retire_front(live),
-        }
-    }
-
-    /// [`Index::retire`]'s loop.
-    fn retire_front(&mut self, live: &impl Fn(&T) -> bool) {
         while let Some(e) = self.entries.front() {
             if e.who.as_ref().is_some_and(live) {
                 break;
@@ -200,11 +187,6 @@ impl<T> Index<T> {
         let lo = q.start.saturating_sub(self.max_extent.saturating_sub(1));
         let hi = q.end;
         if self.sorted {
-            // Appending in order (a loop over tiles), the newest entry
-            // usually starts before `lo`: nothing to visit, no search.
-            if self.entries.back().is_none_or(|e| e.region.start < lo) {
-                return;
-            }
             let first = self.entries.partition_point(|e| e.region.start < lo);
             for (i, e) in self.entries.range(first..).enumerate() {
                 if e.region.start >= hi {

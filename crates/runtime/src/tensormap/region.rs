@@ -47,16 +47,17 @@ impl Region {
             }
             expect = expect.saturating_mul(u64::from(shape[d]));
         }
-        // Fixed-size copies with the unused dims zeroed (no memcpy call of
-        // a variable length).
-        Some(Region {
+        let mut r = Region {
             start: v.start_offset,
             end,
             dense,
             ndims: nd as u8,
-            shapes: std::array::from_fn(|d| if d < nd { v.shapes[d] } else { 0 }),
-            strides: std::array::from_fn(|d| if d < nd { v.strides[d] } else { 0 }),
-        })
+            shapes: [0; MAX_DIMS],
+            strides: [0; MAX_DIMS],
+        };
+        r.shapes[..nd].copy_from_slice(shape);
+        r.strides[..nd].copy_from_slice(strides);
+        Some(r)
     }
 
     /// Elements between the first and the last, inclusive.
