@@ -249,12 +249,14 @@ fn slots_past_args_are_zero(_core: &mut Core, args: &Args) -> KResult<()> {
     Ok(())
 }
 
-#[test]
-fn payload_areas_reused_by_dispatches_with_fewer_arguments_read_zero_past_them() {
-    let rt = Runtime::new(
+/// One cluster whose AIC core runs `slots_past_args_are_zero`, tasks in
+/// flight at most `task_window`.
+fn one_aic_core(task_window: u32) -> Runtime {
+    Runtime::new(
         RuntimeConfig {
             clusters: 1,
             sched_threads: 1,
+            task_window,
             gm_bytes: 16 << 20,
             timeout: Some(Duration::from_secs(60)),
             ..Default::default()
@@ -266,7 +268,12 @@ fn payload_areas_reused_by_dispatches_with_fewer_arguments_read_zero_past_them()
             slots_past_args_are_zero,
         )],
     )
-    .unwrap();
+    .unwrap()
+}
+
+#[test]
+fn payload_areas_reused_by_dispatches_with_fewer_arguments_read_zero_past_them() {
+    let rt = one_aic_core(RuntimeConfig::default().task_window);
     // One AIC core cycling through its 4 payload areas: 64 dispatches
     // reuse every area 16 times, 16 arguments every third dispatch and 1..4
     // otherwise, so each area sees long argument lists followed by short.
@@ -348,23 +355,7 @@ fn a_buffer_freed_mid_run_is_refused_at_submit_and_its_successor_accepted() {
 /// (slots past its own arguments read zero, its scalars are its own).
 #[test]
 fn reused_tasks_and_argument_lists_carry_nothing_over() {
-    let rt = Runtime::new(
-        RuntimeConfig {
-            clusters: 1,
-            sched_threads: 1,
-            task_window: 2,
-            gm_bytes: 16 << 20,
-            timeout: Some(Duration::from_secs(60)),
-            ..Default::default()
-        },
-        vec![KernelDef::new(
-            0,
-            "slots_past_args_are_zero",
-            CoreType::Aic,
-            slots_past_args_are_zero,
-        )],
-    )
-    .unwrap();
+    let rt = one_aic_core(2);
     let x = rt.alloc_tensor(&[64], DType::Float32).unwrap();
     let report = rt
         .run(&OrchArgs::new(), |o, _| {
