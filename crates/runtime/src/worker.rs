@@ -304,13 +304,12 @@ impl Worker {
         if self.level > 0 {
             // This worker's log: only it locks it until the stop.
             let mut log = shared.logs[self.me].lock();
-            let last = ran
-                .iter()
-                .rposition(|s| s.as_ref().is_some_and(|s| s.1.is_some()));
+            // Recording, every member that ran has its record.
+            let members = ran.iter().flatten().count();
             for (k, (r, logged)) in ran.iter_mut().flatten().enumerate() {
                 if let Some((mut d, phase)) = logged.take() {
                     d.finish = finish;
-                    d.ends_block = Some(k) == last;
+                    d.ends_block = k + 1 == members;
                     log.dispatch(d, r.cost.take(), phase);
                 }
             }

@@ -27,7 +27,7 @@ const CHUNK_BYTES: usize = 256 << 10;
 
 /// Spare chunk memory kept for later recordings, at most: in all, and of
 /// one element type (so a log of one type cannot crowd out the others).
-pub(crate) const SPARE_BYTES: usize = 128 << 20;
+const SPARE_BYTES: usize = 128 << 20;
 const SPARE_BYTES_PER_TYPE: usize = 32 << 20;
 
 /// Emptied chunks of dropped logs, each with its element type.
@@ -51,11 +51,15 @@ fn give_spare<T: Send + 'static>(mut chunk: Vec<T>) {
         .iter()
         .filter(|(t, _)| *t == TypeId::of::<T>())
         .count();
-    if (spare.len() + 1) * CHUNK_BYTES <= SPARE_BYTES
-        && (of_type + 1) * CHUNK_BYTES <= SPARE_BYTES_PER_TYPE
-    {
+    if room_for_one_more(spare.len(), of_type) {
         spare.push((TypeId::of::<T>(), Box::new(chunk)));
     }
+}
+
+/// Whether the pool, holding `kept` chunks of which `of_type` are of one
+/// element type, may keep one more of that type.
+fn room_for_one_more(kept: usize, of_type: usize) -> bool {
+    (kept + 1) * CHUNK_BYTES <= SPARE_BYTES && (of_type + 1) * CHUNK_BYTES <= SPARE_BYTES_PER_TYPE
 }
 
 /// An append-only sequence kept in fixed-capacity chunks.
@@ -187,6 +191,23 @@ mod tests {
         assert_eq!(c.get(n), None);
         let all: Vec<u64> = c.into_iter().collect();
         assert_eq!(all, (0..n as u64).map(|i| i * 3).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn the_pool_keeps_at_most_its_share_of_a_type_and_its_total() {
+        let (total, per_type) = (
+            SPARE_BYTES / CHUNK_BYTES,
+            SPARE_BYTES_PER_TYPE / CHUNK_BYTES,
+        );
+        assert!(per_type < total);
+        assert!(room_for_one_more(0, 0));
+        assert!(room_for_one_more(per_type - 1, per_type - 1));
+        assert!(
+            !room_for_one_more(per_type, per_type),
+            "a type's share is full"
+        );
+        assert!(room_for_one_more(total - 1, 0), "another type still fits");
+        assert!(!room_for_one_more(total, 0), "the pool is full");
     }
 
     /// A type only this test uses, so other tests' logs do not share its
