@@ -344,6 +344,7 @@ impl Runtime {
             scale: chip.scale(),
             orch,
             workers: chip.take_recorded(),
+            unpopped: chip.take_unpopped(),
             func_names: self.registry.iter().map(|k| (k.func_id, k.name)).collect(),
         }
     }

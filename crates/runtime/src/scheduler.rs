@@ -75,6 +75,9 @@ pub(crate) fn shape_index(s: Shape) -> usize {
 pub(crate) struct ReadyItem {
     pub task: Arc<Task>,
     pub block: u32,
+    /// Stamp taken as it was queued, when the timeline records scheduler
+    /// phases (their queue lengths come from it); else 0.
+    pub pushed: u64,
 }
 
 /// Counters reported after a run (a cache line each: they are written by
@@ -170,7 +173,7 @@ impl Shared {
         let epoch = clock.epoch();
         Shared {
             gm: gm.clone(),
-            ready: crate::ready::ReadyQueues::new(spec.swimlane.is_some_and(|c| c.level >= 3)),
+            ready: crate::ready::ReadyQueues::default(),
             idle: Idle::default(),
             logical: Cores::new(
                 core_states(&gm, spec.arch, spec.clusters, payload.base()),
@@ -268,7 +271,20 @@ impl Shared {
 
     pub fn push_block(&self, task: Arc<Task>, block: u32) {
         let si = shape_index(task.shape());
-        self.ready.push(si, ReadyItem { task, block });
+        // Stamped before the push: a length worked out at any time never
+        // counts its pop without its push.
+        let pushed = match self.swim_level {
+            0..=2 => 0,
+            _ => self.clock.stamp(),
+        };
+        self.ready.push(
+            si,
+            ReadyItem {
+                task,
+                block,
+                pushed,
+            },
+        );
         self.idle.notify_one();
     }
 
@@ -488,6 +504,22 @@ impl Chip {
             .iter()
             .map(|l| std::mem::take(&mut *l.lock()))
             .collect()
+    }
+
+    /// The blocks still queued (call after [`Chip::stop_workers`]), for
+    /// the timeline's queue lengths: queued, never taken.
+    pub fn take_unpopped(&self) -> Vec<crate::swimlane::QueueMove> {
+        let mut v = Vec::new();
+        for queue in 0..3u8 {
+            while let Some(item) = self.shared.ready.pop(usize::from(queue)) {
+                v.push(crate::swimlane::QueueMove {
+                    queue,
+                    pushed: item.pushed,
+                    popped: u64::MAX,
+                });
+            }
+        }
+        v
     }
 
     /// Logical schedulers of the run.

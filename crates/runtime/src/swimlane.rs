@@ -36,6 +36,7 @@ mod arg_log;
 mod chunks;
 mod edges;
 mod orch_log;
+mod queue_lengths;
 mod worker_log;
 
 use std::sync::Arc;
@@ -44,7 +45,8 @@ use simpler_core::{topology::Subtask, ArgRole, ChipTensor, TaskId};
 use simpler_isa::InstrRecord;
 
 pub(crate) use orch_log::OrchRecorder;
-pub(crate) use worker_log::{Begun, Dispatched, Phase, WorkerLog};
+pub(crate) use queue_lengths::QueueMove;
+pub(crate) use worker_log::{Dispatched, Phase, WorkerLog};
 
 use crate::clock::Scale;
 
@@ -243,6 +245,8 @@ pub(crate) struct Recorded {
     pub scale: Scale,
     pub orch: OrchRecorder,
     pub workers: Vec<WorkerLog>,
+    /// Blocks still queued when the run stopped (level ≥ 3).
+    pub unpopped: Vec<QueueMove>,
     pub func_names: Vec<(u32, &'static str)>,
 }
 
@@ -251,10 +255,11 @@ impl Recorded {
     pub fn into_log(mut self) -> SwimlaneLog {
         let arg_logs: Vec<_> = self.workers.iter_mut().map(WorkerLog::take_args).collect();
         let (scale, scheds, workers) = (self.scale, self.sched_threads, self.workers);
+        let unpopped = self.unpopped;
         // The graph's rebuild and the workers' records are independent:
         // one thread each (CaseLarge: about half the time each).
         let (graph, (dispatches, sched_phases)) = std::thread::scope(|s| {
-            let records = s.spawn(move || worker_records(workers, scale, scheds));
+            let records = s.spawn(move || worker_records(workers, unpopped, scale, scheds));
             let args = arg_logs.into_iter().flat_map(|l| l.into_tasks()).collect();
             let graph = self.orch.finish(args);
             (graph, records.join().expect("the records thread panicked"))
@@ -320,16 +325,22 @@ impl LastRecording {
 }
 
 /// The workers' dispatches (sorted by core, then per-core count) and each
-/// scheduler's phases (sorted by time), as public records.
+/// scheduler's phases (sorted by time), as public records; the phases'
+/// queue lengths from every block's trip through the queues (`unpopped`:
+/// those still queued at the stop).
 fn worker_records(
-    workers: Vec<WorkerLog>,
+    mut workers: Vec<WorkerLog>,
+    unpopped: Vec<QueueMove>,
     scale: Scale,
     scheds: u32,
 ) -> (Vec<DispatchRecord>, Vec<Vec<SchedPhaseRecord>>) {
+    let logged: Vec<_> = workers.iter_mut().map(WorkerLog::take_moves).collect();
+    let moves = logged.into_iter().flat_map(|c| c.into_iter());
+    let queues = queue_lengths::QueueLengths::new(moves.chain(unpopped));
     let mut dispatches = Vec::new();
     let mut phases = vec![Vec::new(); scheds as usize];
     for w in workers {
-        let (d, p) = w.into_records(|t| scale.ns(t));
+        let (d, p) = w.into_records(|t| scale.ns(t), &queues);
         dispatches.extend(d);
         for (s, p) in p {
             phases[s as usize].push(p);

@@ -16,7 +16,7 @@ use crate::{
     payload,
     racecheck::DispatchWrites,
     scheduler::{settle, state, ReadyItem, Shared},
-    swimlane::{Begun, Dispatched, Phase},
+    swimlane::{Dispatched, Phase, QueueMove},
     task::Member,
     RuntimeError,
 };
@@ -246,10 +246,10 @@ impl Worker {
             let id = first_id + k as u64;
             let phase = self.begin_phase(sched, k == 0, None);
             if k == 0 {
-                self.first_member(item);
+                // The block was taken just before its first phase began.
+                self.first_member(item, phase.as_ref().map(|p| p.start));
             }
             let prep = self.prepare(item, member, core, id);
-            let queues = phase.as_ref().map(|_| shared.ready.lengths());
             let r = match prep {
                 Err(e) => Ran::failed(e),
                 Ok(()) => match self.run_kernel(item, member, core, id) {
@@ -265,7 +265,6 @@ impl Worker {
                 (_, t) => t,
             };
             // The phase ends as the dispatch is handed out.
-            let phase = phase.zip(queues).map(|(p, q)| p.ended(q));
             let rec = (self.level > 0)
                 .then(|| (record(item, member, core, sched, dispatched, &r), phase));
             core.reg += 1;
@@ -300,7 +299,6 @@ impl Worker {
             0 | 1 => 0,
             _ => shared.clock.stamp(),
         };
-        let completion = phase.map(|p| p.ended(shared.ready.lengths()));
         if self.level > 0 {
             // This worker's log: only it locks it until the stop.
             let mut log = shared.logs[self.me].lock();
@@ -313,16 +311,18 @@ impl Worker {
                     log.dispatch(d, r.cost.take(), phase);
                 }
             }
-            if let Some(p) = completion {
+            if let Some(p) = phase {
                 log.completion(p);
             }
         }
     }
 
-    /// Block `item.block` of its task is taken: before its first member
-    /// runs, record block 0's inputs, then queue the next block (another
-    /// worker may run it meanwhile).
-    fn first_member(&mut self, item: &ReadyItem) {
+    /// Block `item.block` of its task is taken (at `popped`, when
+    /// scheduler phases are recorded): before its first member runs,
+    /// record block 0's inputs, then queue the next block (another worker
+    /// may run it meanwhile).
+    fn first_member(&mut self, item: &ReadyItem, popped: Option<u64>) {
+        self.log_taken(item, popped);
         self.before_first_block(item);
         item.task.mark_sent(item.block);
         if item.block + 1 < item.task.block_num {
@@ -333,7 +333,7 @@ impl Worker {
     /// Begin a phase of scheduler `sched` (recorded at level ≥ 3 only):
     /// at `start`, or now. `first` marks a block's first dispatch phase: a
     /// new loop iteration and one ready-queue pop that found work.
-    fn begin_phase(&self, sched: usize, first: bool, start: Option<u64>) -> Option<Begun> {
+    fn begin_phase(&self, sched: usize, first: bool, start: Option<u64>) -> Option<Phase> {
         if self.level < 3 {
             return None;
         }
@@ -343,10 +343,9 @@ impl Worker {
             true => iters.fetch_add(1, Ordering::Relaxed) + 1,
             false => iters.load(Ordering::Relaxed),
         };
-        let queues = shared.ready.lengths();
         let start = start.filter(|&t| t > 0);
         let start = start.unwrap_or_else(|| shared.clock.stamp());
-        Some(Begun::new(start, loop_iter, queues))
+        Some(Phase { start, loop_iter })
     }
 
     /// This worker's dump producer, locked (`None` when dumping is off).
@@ -358,16 +357,32 @@ impl Worker {
         parking_lot::MutexGuard::try_map(g, Option::as_mut).ok()
     }
 
+    /// Log what the timeline keeps of a block just taken (at `popped`):
+    /// its trip through the ready queue, and block 0's task arguments.
+    /// Before any member runs: a stop may abandon it.
+    fn log_taken(&self, item: &ReadyItem, popped: Option<u64>) {
+        let args = self.level > 0 && item.block == 0;
+        if !args && popped.is_none() {
+            return;
+        }
+        let mut log = self.shared.logs[self.me].lock();
+        if let Some(popped) = popped {
+            let queue = crate::scheduler::shape_index(item.task.shape()) as u8;
+            log.moved(QueueMove {
+                queue,
+                pushed: item.pushed,
+                popped,
+            });
+        }
+        if args {
+            log.task_args(item.task.id, &item.task.tensors);
+        }
+    }
+
     /// Block 0 of a task is about to run: no block of it has run yet, so
-    /// its inputs are captured as they were, and its arguments go into the
-    /// timeline (once per task).
+    /// its inputs are captured as they were.
     fn before_first_block(&mut self, item: &ReadyItem) {
         if item.block == 0 {
-            if self.level > 0 {
-                // Before any block of it runs: a stop may abandon it.
-                let t = &item.task;
-                self.shared.logs[self.me].lock().task_args(t.id, &t.tensors);
-            }
             self.shared.race.on_first_dispatch(&item.task.race);
             if let Some(mut p) = self.producer() {
                 p.before_dispatch(&item.task.dump_view(), &self.shared.gm);

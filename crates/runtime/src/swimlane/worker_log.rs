@@ -5,17 +5,22 @@
 //! over, in memory the process touches for the first time (~0.4 ns a byte
 //! on this machine type, see `chunks`): so the log keeps 72-byte
 //! dispatches (the public record is 160, most of it the `--predict` cost,
-//! kept aside only when there is one) and 40-byte phases (112 with the
-//! scheduler's id and both ends), whose end and scheduler are their
-//! dispatch's. It builds them in place as the dispatch runs, takes its
-//! lock once per block, and makes the public records only when the
+//! kept aside only when there is one) and 16-byte phases (112 with the
+//! scheduler's id, both ends and the queue lengths), whose end and
+//! scheduler are their dispatch's and whose queue lengths are worked out
+//! afterwards from the blocks' 24-byte trips through the queues
+//! (`queue_lengths`). It builds them in place as the dispatch runs, takes
+//! its lock once per block, and makes the public records only when the
 //! recording is taken. It also keeps the arguments of the tasks whose
 //! first block this worker took (`arg_log`).
 
 use simpler_core::{topology::Subtask, TaskId};
 
 use super::{
-    arg_log::ArgLog, chunks::Chunks, DispatchCost, DispatchRecord, PhaseKind, SchedPhaseRecord,
+    arg_log::ArgLog,
+    chunks::Chunks,
+    queue_lengths::{Cursor, QueueLengths, QueueMove},
+    DispatchCost, DispatchRecord, PhaseKind, SchedPhaseRecord,
 };
 
 /// A [`DispatchRecord`] as logged (`receive` is `start`: cores queue
@@ -38,66 +43,39 @@ pub(crate) struct Dispatched {
     pub ends_block: bool,
 }
 
-/// A scheduler phase under way (level ≥ 3).
-pub(crate) struct Begun {
-    start: u64,
-    loop_iter: u64,
-    queues: [u32; 3],
-}
-
-impl Begun {
-    /// A phase begun at `start`, in loop iteration `loop_iter`, with the
-    /// ready queues `queues` long.
-    pub fn new(start: u64, loop_iter: u64, queues: [u64; 3]) -> Begun {
-        Begun {
-            start,
-            loop_iter,
-            queues: queues.map(len32),
-        }
-    }
-
-    /// The phase ended with the ready queues `queues` long.
-    pub fn ended(self, queues: [u64; 3]) -> Phase {
-        let [a, b, c] = self.queues;
-        let [d, e, f] = queues.map(len32);
-        Phase {
-            start: self.start,
-            loop_iter: self.loop_iter,
-            queues: [a, b, c, d, e, f],
-        }
-    }
-}
-
 /// A [`SchedPhaseRecord`] as logged: one per dispatch or block completion,
 /// so `processed` is 1, `pop_hit` is whether it began a block, `pop_miss`
 /// 0; it ends at its dispatch's `dispatch` stamp (a dispatch phase) or
 /// `finish` stamp (a completion), never before it began, and belongs to
-/// the dispatch's scheduler.
+/// the dispatch's scheduler. Its ready queue lengths are worked out when
+/// the recording is taken (`queue_lengths`).
 pub(crate) struct Phase {
-    start: u64,
-    loop_iter: u64,
-    /// Ready queue lengths at start, then at end.
-    queues: [u32; 6],
+    /// Stamp at its start.
+    pub start: u64,
+    /// The scheduler loop iteration it belongs to.
+    pub loop_iter: u64,
 }
 
 impl Phase {
-    /// The public record, ending at `end`, times through `ns`.
+    /// The public record, ending at `end`, times through `ns`, queue
+    /// lengths through `queues` (stamps asked in increasing order).
     fn record(
         &self,
         kind: PhaseKind,
         first: bool,
         end: u64,
         ns: impl Fn(u64) -> u64,
+        queues: &mut Cursor<'_>,
     ) -> SchedPhaseRecord {
-        let q = self.queues.map(u64::from);
+        let end = end.max(self.start);
         SchedPhaseRecord {
             kind,
             start: ns(self.start),
-            end: ns(end.max(self.start)),
+            end: ns(end),
             loop_iter: self.loop_iter,
             processed: 1,
-            queues_start: [q[0], q[1], q[2]],
-            queues_end: [q[3], q[4], q[5]],
+            queues_start: queues.at(self.start),
+            queues_end: queues.at(end),
             pop_hit: u64::from(first),
             pop_miss: 0,
         }
@@ -117,14 +95,10 @@ pub(crate) struct WorkerLog {
     dispatch_phases: Chunks<Phase>,
     /// One per block at level ≥ 3 (after its last dispatch), none below.
     completions: Chunks<Phase>,
+    /// One per block taken at level ≥ 3: when it was queued and taken.
+    moves: Chunks<QueueMove>,
     /// The arguments of the tasks whose first block this worker took.
     args: ArgLog,
-}
-
-/// A queue length as logged (a queue of more than 4 G items cannot exist:
-/// each is a pointer).
-fn len32(n: u64) -> u32 {
-    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 impl WorkerLog {
@@ -154,17 +128,30 @@ impl WorkerLog {
         self.args.push_task(id, tensors);
     }
 
+    /// Log a block's trip through a ready queue (level ≥ 3).
+    pub fn moved(&mut self, m: QueueMove) {
+        self.moves.push(m);
+    }
+
     /// The arguments logged, taken out of the log.
     pub fn take_args(&mut self) -> ArgLog {
         std::mem::take(&mut self.args)
     }
 
+    /// The queue moves logged, taken out of the log.
+    pub fn take_moves(&mut self) -> Chunks<QueueMove> {
+        std::mem::take(&mut self.moves)
+    }
+
     /// The public records, each time through `ns` (stamps → nanoseconds):
-    /// dispatches, and phases with their scheduler.
+    /// dispatches, and phases with their scheduler (their queue lengths
+    /// from `queues`).
     pub fn into_records(
         self,
         ns: impl Fn(u64) -> u64,
+        queues: &QueueLengths,
     ) -> (Vec<DispatchRecord>, Vec<(u32, SchedPhaseRecord)>) {
+        let mut lengths = queues.cursor();
         let mut costs = self.costs.into_iter().peekable();
         let mut dispatch_phases = self.dispatch_phases.into_iter();
         let mut completions = self.completions.into_iter();
@@ -174,12 +161,12 @@ impl WorkerLog {
         let mut first = true;
         for (i, d) in self.dispatches.into_iter().enumerate() {
             if let Some(p) = dispatch_phases.next() {
-                let r = p.record(PhaseKind::Dispatch, first, d.dispatch, &ns);
+                let r = p.record(PhaseKind::Dispatch, first, d.dispatch, &ns, &mut lengths);
                 phases.push((d.sched, r));
             }
             if d.ends_block {
                 if let Some(p) = completions.next() {
-                    let r = p.record(PhaseKind::Complete, false, d.finish, &ns);
+                    let r = p.record(PhaseKind::Complete, false, d.finish, &ns, &mut lengths);
                     phases.push((d.sched, r));
                 }
             }
@@ -214,6 +201,6 @@ mod tests {
         assert!(2 * size_of::<Dispatched>() <= size_of::<DispatchRecord>());
         assert!(2 * size_of::<Phase>() <= size_of::<(u32, SchedPhaseRecord)>());
         assert!(size_of::<Dispatched>() <= 72);
-        assert!(size_of::<Phase>() <= 40);
+        assert!(size_of::<Phase>() <= 16);
     }
 }

@@ -3,5 +3,6 @@
 mod analysis;
 mod checker;
 mod predict_props;
+mod queues;
 mod recording;
 mod synth;
