@@ -189,15 +189,33 @@ impl ArgLog {
         if let Some(i) = cached.filter(|&i| self.layouts[i as usize].fits(t)) {
             return i;
         }
-        let l = Layout::of(t);
-        let i = *self.layout_ids.entry(l).or_insert_with(|| {
-            self.layouts.push(l);
-            id(self.layouts.len() - 1)
-        });
+        let i = match self.known_layout(t) {
+            Some(i) => i,
+            None => {
+                let l = Layout::of(t);
+                *self.layout_ids.entry(l).or_insert_with(|| {
+                    self.layouts.push(l);
+                    id(self.layouts.len() - 1)
+                })
+            }
+        };
         if let Some(s) = self.slot_layout.get_mut(slot) {
             *s = Some(i);
         }
         i
+    }
+
+    /// `t`'s layout among the few a run has, by comparing with each: a
+    /// slot's layout changes whenever kernels of different kinds take
+    /// turns (CaseLarge), and hashing a layout cost 219 instructions a
+    /// task there, the compares ~60 (callgrind). `None` when there are
+    /// too many to compare with, or it is new.
+    fn known_layout(&self, t: &TaskTensor) -> Option<u32> {
+        const FEW: usize = 8;
+        if self.layouts.len() > FEW {
+            return None;
+        }
+        self.layouts.iter().position(|l| l.fits(t)).map(id)
     }
 
     /// Every task logged, with its arguments as they were given.
