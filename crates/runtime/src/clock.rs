@@ -100,11 +100,6 @@ impl Clock {
         }
     }
 
-    /// The run's start, for times kept as durations (the hang snapshot).
-    pub fn epoch(&self) -> Instant {
-        self.epoch
-    }
-
     /// A stamp: at least 1 (0 means "none" in the records); turned into
     /// nanoseconds by [`Clock::scale`].
     #[inline]
@@ -114,16 +109,6 @@ impl Clock {
             // another CPU is the start, not 584 years later.
             Source::Tsc => tsc().saturating_sub(self.tsc0).max(1),
             Source::Instant => (self.epoch.elapsed().as_nanos() as u64).max(1),
-        }
-    }
-
-    /// The stamp of `now` (a duration since the epoch the caller read
-    /// anyway): the counter is read only when stamps are counter values.
-    #[inline]
-    pub fn stamp_of(&self, now: std::time::Duration) -> u64 {
-        match self.source {
-            Source::Tsc => self.stamp(),
-            Source::Instant => (now.as_nanos() as u64).max(1),
         }
     }
 

@@ -130,9 +130,8 @@ pub(crate) struct Shared {
     /// Per core id: what it runs (a cache line each: written around every
     /// kernel, by different workers).
     pub cores: Box<[CachePadded<CoreSlot>]>,
-    /// Start of the run, the zero of [`CoreSlot`] times.
-    pub epoch: Instant,
-    /// The timeline's clock (zero at `epoch`).
+    /// The run's clock (zero at its start): the timeline's stamps and the
+    /// [`CoreSlot`] start times.
     pub clock: crate::clock::Clock,
     /// When the run's time limit passes, if it has one.
     deadline: Option<Instant>,
@@ -170,7 +169,6 @@ impl Shared {
         let n_cores = 3 * spec.clusters;
         let scheds = spec.sched_threads.min(spec.clusters);
         let clock = crate::clock::Clock::start();
-        let epoch = clock.epoch();
         Shared {
             gm: gm.clone(),
             ready: crate::ready::ReadyQueues::default(),
@@ -191,7 +189,6 @@ impl Shared {
             payload_area: payload.area(),
             race: Races::new(spec.racecheck),
             cores: (0..n_cores).map(|_| CachePadded::default()).collect(),
-            epoch,
             clock,
             deadline: spec.deadline,
             scheds,

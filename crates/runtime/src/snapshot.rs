@@ -29,7 +29,7 @@ pub(crate) fn take(
     dump: Option<&DumpSession>,
 ) -> Vec<UnfinishedTask> {
     let mut producer = dump.map(DumpSession::producer);
-    let now = shared.epoch.elapsed().as_nanos() as u64;
+    let (now, scale) = (shared.clock.stamp(), shared.clock.scale());
     let mut unfinished: Vec<&Arc<Task>> = live.iter().filter(|t| !t.is_complete()).collect();
     unfinished.sort_by_key(|t| t.id);
     // Running: core id → task, the earliest start per task.
@@ -53,7 +53,7 @@ pub(crate) fn take(
         let state = if let Some((cores, since)) = running.remove(&t.id) {
             TaskState::Running {
                 cores,
-                for_ms: now.saturating_sub(since) as f64 / 1e6,
+                for_ms: scale.ns(now).saturating_sub(scale.ns(since)) as f64 / 1e6,
             }
         } else if t.waiting() {
             let mut on = producers.remove(&t.id).unwrap_or_default();

@@ -61,7 +61,7 @@ type Logged = (Dispatched, Option<Phase>);
 /// A dispatch that ran: its result and its timeline stamps.
 struct Ran {
     result: Result<(), RuntimeError>,
-    /// Kernel start and end (ns since the epoch; 0 when not recorded).
+    /// Kernel start and end (clock stamps; 0 when not recorded).
     start: u64,
     end: u64,
     cost: Option<crate::swimlane::DispatchCost>,
@@ -477,11 +477,12 @@ impl Worker {
         if self.shared.cost.is_some() {
             cs.core.start_recording();
         }
-        let now = self.shared.epoch.elapsed();
+        // One clock read for the core's slot and the timeline.
+        let now = self.shared.clock.stamp();
         slot.start(item.task.id, now);
         let start = match self.level {
             0 => 0,
-            _ => self.shared.clock.stamp_of(now),
+            _ => now,
         };
         let args = Args::in_area(&self.shared.gm, self.shared.payload_area, cs.payload);
         let r = kernel::run(member.func, &mut cs.core, &args);

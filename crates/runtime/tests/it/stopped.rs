@@ -5,7 +5,7 @@
 
 use std::{
     sync::atomic::{AtomicBool, Ordering},
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use simpler_core::{topology::CoreType, DType, KernelError, TaskId};
@@ -99,10 +99,11 @@ fn held_then_waiting(
 }
 
 /// The unfinished list and the hang snapshot of a run stopped while T0
-/// held its core: T0 running on an AIV core (1 or 2 with one cluster), T1
-/// waiting on T0; T0's inout snapshot holds the 7.0 it wrote, its
-/// before_dispatch record the 1.0s it received.
-fn check_stopped(dir: &std::path::Path, ids: (TaskId, TaskId), reason: &str) {
+/// held its core: T0 running on an AIV core (1 or 2 with one cluster) for
+/// a while within the run's `wall`, T1 waiting on T0; T0's inout snapshot
+/// holds the 7.0 it wrote, its before_dispatch record the 1.0s it
+/// received.
+fn check_stopped(dir: &std::path::Path, ids: (TaskId, TaskId), reason: &str, wall: Duration) {
     let (m, bin) = manifest(dir);
     assert_eq!(m.header.status, Some(Status::Incomplete));
     assert_eq!(m.header.reason.as_deref(), Some(reason));
@@ -112,7 +113,11 @@ fn check_stopped(dir: &std::path::Path, ids: (TaskId, TaskId), reason: &str) {
     assert_eq!(u[0].state, TaskState::Running);
     let cores = u[0].cores.clone();
     assert!(cores.len() == 1 && (1..=2).contains(&cores[0]), "{cores:?}");
-    assert!(u[0].running_for_ms.unwrap() >= 0.0);
+    let ran = u[0].running_for_ms.unwrap();
+    assert!(
+        ran > 0.0 && ran <= wall.as_secs_f64() * 1e3,
+        "{ran} ms in {wall:?}"
+    );
     assert_eq!((u[0].blocks_done, u[0].block_num), (0, 1));
     assert_eq!(u[1].task_id, Hex64(ids.1 .0));
     assert_eq!(u[1].state, TaskState::Waiting);
@@ -165,17 +170,19 @@ fn a_cancel_stops_a_run_whose_kernel_hangs() {
         token.cancel("stopped by the test");
     });
     let mut ids = None;
+    let t0 = Instant::now();
     let err = rt
         .run(&OrchArgs::new().tensor(x), |o, a| {
             ids = Some(held_then_waiting(o, a, 0)?);
             Ok(())
         })
         .unwrap_err();
+    let wall = t0.elapsed();
     canceller.join().unwrap();
     // Returned while the kernel still holds its core.
     assert!(!RELEASE[0].load(Ordering::Acquire));
     assert_eq!(err, RuntimeError::Cancelled("stopped by the test".into()));
-    check_stopped(tmp.path(), ids.unwrap(), "stopped by the test");
+    check_stopped(tmp.path(), ids.unwrap(), "stopped by the test", wall);
     let s = rt.last_dump().expect("summary of the failed run");
     assert_eq!(s.hang_snapshots, 1);
     assert_eq!(
@@ -201,6 +208,7 @@ fn the_deadline_holds_while_the_shutdown_waits_for_a_hung_kernel() {
     );
     let x = rt.upload_pod(&[1.0f32; 16], &[16], DType::Float32).unwrap();
     let mut ids = None;
+    let t0 = Instant::now();
     let err = rt
         .run(&OrchArgs::new().tensor(x), |o, a| {
             ids = Some(held_then_waiting(o, a, 1)?);
@@ -208,12 +216,13 @@ fn the_deadline_holds_while_the_shutdown_waits_for_a_hung_kernel() {
             Ok(())
         })
         .unwrap_err();
+    let wall = t0.elapsed();
     assert!(!RELEASE[1].load(Ordering::Acquire));
     assert!(
         matches!(err, RuntimeError::Kernel { func_id: 2, .. }),
         "{err}"
     );
-    check_stopped(tmp.path(), ids.unwrap(), &err.to_string());
+    check_stopped(tmp.path(), ids.unwrap(), &err.to_string(), wall);
     RELEASE[1].store(true, Ordering::Release);
 }
 
