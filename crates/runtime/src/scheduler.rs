@@ -145,8 +145,6 @@ pub(crate) struct Shared {
     /// Per worker: its timeline recording (see `crate::swimlane`); a
     /// cache line of its own, or two workers' pushes would fight over it.
     pub logs: Box<[CachePadded<Mutex<WorkerLog>>]>,
-    /// Per logical scheduler: its loop iterations so far (level ≥ 3).
-    pub sched_iters: Box<[CachePadded<AtomicU64>]>,
     /// Times each kernel's instructions (`--predict`).
     pub cost: Option<CostFn>,
     /// Per worker: a [`state`] value (a cache line each: written around
@@ -197,7 +195,6 @@ impl Shared {
                 .collect(),
             swim_level: spec.swimlane.map_or(0, |c| c.level),
             logs: (0..n_workers).map(|_| CachePadded::default()).collect(),
-            sched_iters: (0..scheds).map(|_| CachePadded::default()).collect(),
             cost: spec.swimlane.and_then(|c| c.cost.clone()),
             workers: (0..n_workers)
                 .map(|_| CachePadded::new(AtomicU8::new(state::SCHEDULING)))

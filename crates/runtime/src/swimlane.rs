@@ -324,6 +324,18 @@ impl LastRecording {
     }
 }
 
+/// A scheduler's phases, in start order, numbered by loop iteration: each
+/// block it began (a pop that found work) starts one. Counted here, by
+/// time, rather than during the run, where a count per scheduler was one
+/// more cache line the workers took turns writing.
+fn number_loop_iterations(phases: &mut [SchedPhaseRecord]) {
+    let mut n = 0;
+    for p in phases {
+        n += p.pop_hit;
+        p.loop_iter = n;
+    }
+}
+
 /// The workers' dispatches (sorted by core, then per-core count) and each
 /// scheduler's phases (sorted by time), as public records; the phases'
 /// queue lengths from every block's trip through the queues (`unpopped`:
@@ -348,6 +360,7 @@ fn worker_records(
     }
     for p in &mut phases {
         p.sort_by_key(|p| (p.start, p.end));
+        number_loop_iterations(p);
     }
     dispatches.sort_by_key(|d| (d.core_id, d.reg));
     (dispatches, phases)

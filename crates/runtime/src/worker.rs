@@ -215,7 +215,7 @@ impl Worker {
         self.held = held;
         match done {
             Members::Ran => {
-                self.complete(shared, &item, sched, &mut ran);
+                self.complete(shared, &item, &mut ran);
                 true
             }
             // The stop was forced: the task stays unfinished.
@@ -244,7 +244,7 @@ impl Worker {
         for (k, &member) in members.as_slice().iter().enumerate() {
             let core = &mut held[if mix { member.subtask.id() as usize } else { 0 }];
             let id = first_id + k as u64;
-            let phase = self.begin_phase(sched, k == 0, None);
+            let phase = self.begin_phase(None);
             if k == 0 {
                 // The block was taken just before its first phase began.
                 self.first_member(item, phase.as_ref().map(|p| p.start));
@@ -279,12 +279,11 @@ impl Worker {
         &mut self,
         shared: &Shared,
         item: &ReadyItem,
-        sched: usize,
         ran: &mut [Option<(Ran, Option<Logged>)>; 3],
     ) {
         // It began as the (last) kernel returned.
         let returned = ran.iter().flatten().map(|(r, _)| r.end).max();
-        let phase = self.begin_phase(sched, false, returned);
+        let phase = self.begin_phase(returned);
         let mut producer = self.producer();
         // `ran` is taken by reference and member by member: the array is
         // large (a result and a timeline record per member), and moving it
@@ -330,22 +329,15 @@ impl Worker {
         }
     }
 
-    /// Begin a phase of scheduler `sched` (recorded at level ≥ 3 only):
-    /// at `start`, or now. `first` marks a block's first dispatch phase: a
-    /// new loop iteration and one ready-queue pop that found work.
-    fn begin_phase(&self, sched: usize, first: bool, start: Option<u64>) -> Option<Phase> {
+    /// Begin a scheduler phase (recorded at level ≥ 3 only): at `start`,
+    /// or now.
+    fn begin_phase(&self, start: Option<u64>) -> Option<Phase> {
         if self.level < 3 {
             return None;
         }
-        let shared = &self.shared;
-        let iters = &shared.sched_iters[sched];
-        let loop_iter = match first {
-            true => iters.fetch_add(1, Ordering::Relaxed) + 1,
-            false => iters.load(Ordering::Relaxed),
-        };
         let start = start.filter(|&t| t > 0);
-        let start = start.unwrap_or_else(|| shared.clock.stamp());
-        Some(Phase { start, loop_iter })
+        let start = start.unwrap_or_else(|| self.shared.clock.stamp());
+        Some(Phase { start })
     }
 
     /// This worker's dump producer, locked (`None` when dumping is off).

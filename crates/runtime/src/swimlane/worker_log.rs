@@ -5,8 +5,9 @@
 //! over, in memory the process touches for the first time (~0.4 ns a byte
 //! on this machine type, see `chunks`): so the log keeps 72-byte
 //! dispatches (the public record is 160, most of it the `--predict` cost,
-//! kept aside only when there is one) and 16-byte phases (112 with the
-//! scheduler's id, both ends and the queue lengths), whose end and
+//! kept aside only when there is one) and 8-byte phases (112 with the
+//! scheduler's id, both ends, the loop iteration and the queue
+//! lengths), whose end and
 //! scheduler are their dispatch's and whose queue lengths are worked out
 //! afterwards from the blocks' 24-byte trips through the queues
 //! (`queue_lengths`). It builds them in place as the dispatch runs, takes
@@ -47,13 +48,12 @@ pub(crate) struct Dispatched {
 /// so `processed` is 1, `pop_hit` is whether it began a block, `pop_miss`
 /// 0; it ends at its dispatch's `dispatch` stamp (a dispatch phase) or
 /// `finish` stamp (a completion), never before it began, and belongs to
-/// the dispatch's scheduler. Its ready queue lengths are worked out when
-/// the recording is taken (`queue_lengths`).
+/// the dispatch's scheduler. Its ready queue lengths and loop iteration
+/// are worked out when the recording is taken (`queue_lengths`, and
+/// `worker_records`: a scheduler's blocks begun so far).
 pub(crate) struct Phase {
     /// Stamp at its start.
     pub start: u64,
-    /// The scheduler loop iteration it belongs to.
-    pub loop_iter: u64,
 }
 
 impl Phase {
@@ -72,7 +72,7 @@ impl Phase {
             kind,
             start: ns(self.start),
             end: ns(end),
-            loop_iter: self.loop_iter,
+            loop_iter: 0,
             processed: 1,
             queues_start: queues.at(self.start),
             queues_end: queues.at(end),
@@ -201,6 +201,6 @@ mod tests {
         assert!(2 * size_of::<Dispatched>() <= size_of::<DispatchRecord>());
         assert!(2 * size_of::<Phase>() <= size_of::<(u32, SchedPhaseRecord)>());
         assert!(size_of::<Dispatched>() <= 72);
-        assert!(size_of::<Phase>() <= 16);
+        assert!(size_of::<Phase>() <= 8);
     }
 }

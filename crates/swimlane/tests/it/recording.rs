@@ -193,6 +193,11 @@ fn each_dispatch_has_ordered_times_and_respects_its_dependencies() {
     }
     for phases in &log.sched_phases {
         assert!(phases.windows(2).all(|w| w[0].start <= w[1].start));
+        // A scheduler's loop iteration: the blocks it began by then.
+        for (i, p) in phases.iter().enumerate() {
+            let begun: u64 = phases[..=i].iter().map(|q| q.pop_hit).sum();
+            assert_eq!(p.loop_iter, begun, "{p:?}");
+        }
     }
     let hits: u64 = log.sched_phases.iter().flatten().map(|p| p.pop_hit).sum();
     assert_eq!(hits, log.dispatches.len() as u64, "one block per task here");
