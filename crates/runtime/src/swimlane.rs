@@ -33,6 +33,7 @@
 //! machine — does). So the edges do not depend on timing.
 
 mod arg_log;
+mod arg_table;
 mod chunks;
 mod edges;
 mod orch_log;
@@ -41,9 +42,10 @@ mod worker_log;
 
 use std::sync::Arc;
 
-use simpler_core::{topology::Subtask, ArgRole, ChipTensor, TaskId};
+use simpler_core::{topology::Subtask, TaskId};
 use simpler_isa::InstrRecord;
 
+pub use arg_table::{ArgBuffer, ArgLayout, ArgRef, ArgTable};
 pub(crate) use orch_log::OrchRecorder;
 pub(crate) use queue_lengths::QueueMove;
 pub(crate) use worker_log::{Dispatched, Phase, WorkerLog};
@@ -181,8 +183,10 @@ pub struct TaskRecord {
     pub kernel_ids: [Option<u32>; 3],
     /// SPMD blocks.
     pub block_num: u32,
-    /// Tensor arguments, in slot order: role and the view the task saw.
-    pub args: Vec<(ArgRole, ChipTensor)>,
+    /// Tensor arguments, in slot order: where they are in
+    /// [`SwimlaneLog::args`] ([`ArgTable::of`], [`ArgTable::descs`] for the
+    /// role and the view the task saw).
+    pub args: std::ops::Range<u32>,
 }
 
 /// Where an edge came from.
@@ -230,6 +234,8 @@ pub struct SwimlaneLog {
     pub submits: Vec<SubmitRecord>,
     /// Every task, in submission order.
     pub tasks: Vec<TaskRecord>,
+    /// The tasks' tensor arguments.
+    pub args: ArgTable,
     /// Every dependency edge.
     pub edges: Vec<EdgeRecord>,
     /// Func id → kernel name, every registered kernel.
@@ -253,16 +259,18 @@ pub(crate) struct Recorded {
 impl Recorded {
     /// Merge the threads' buffers and rebuild the graph.
     pub fn into_log(mut self) -> SwimlaneLog {
-        let arg_logs: Vec<_> = self.workers.iter_mut().map(WorkerLog::take_args).collect();
+        let mut arg_logs: Vec<_> = self.workers.iter_mut().map(WorkerLog::take_args).collect();
+        arg_logs.push(self.orch.take_live_args());
         let (scale, scheds, workers) = (self.scale, self.sched_threads, self.workers);
         let unpopped = self.unpopped;
         // The graph's rebuild and the workers' records are independent:
         // one thread each (CaseLarge: about half the time each).
-        let (graph, (dispatches, sched_phases)) = std::thread::scope(|s| {
+        let (graph, args, (dispatches, sched_phases)) = std::thread::scope(|s| {
             let records = s.spawn(move || worker_records(workers, unpopped, scale, scheds));
-            let args = arg_logs.into_iter().flat_map(|l| l.into_tasks()).collect();
-            let graph = self.orch.finish(args);
-            (graph, records.join().expect("the records thread panicked"))
+            let (args, ranges) = arg_table(arg_logs);
+            let graph = self.orch.finish(&args, &ranges);
+            let records = records.join().expect("the records thread panicked");
+            (graph, args, records)
         });
         let (tasks, edges, mut submits) = graph;
         for s in &mut submits {
@@ -278,6 +286,7 @@ impl Recorded {
             sched_phases,
             submits,
             tasks,
+            args,
             edges,
             func_names: self.func_names,
         }
@@ -334,6 +343,21 @@ fn number_loop_iterations(phases: &mut [SchedPhaseRecord]) {
         n += p.pop_hit;
         p.loop_iter = n;
     }
+}
+
+/// Every logged argument in one table (reserved whole: no copy on
+/// growth), and each task's range there, the first log of a task kept.
+fn arg_table(logs: Vec<arg_log::ArgLog>) -> (ArgTable, arg_log::TaskArgs) {
+    let mut table = ArgTable::default();
+    table.args.reserve_exact(logs.iter().map(|l| l.len()).sum());
+    table
+        .buffers
+        .reserve_exact(logs.iter().map(|l| l.buffers()).sum());
+    let mut ranges = arg_log::TaskArgs::default();
+    for log in logs {
+        log.append_to(&mut table, &mut ranges);
+    }
+    (table, ranges)
 }
 
 /// The workers' dispatches (sorted by core, then per-core count) and each

@@ -6,14 +6,15 @@
 
 use std::borrow::Cow;
 use std::io::{self, Write};
+use std::ops::Range;
 
 use rustc_hash::FxHashMap;
-use simpler_core::{ArgRole, ChipTensor};
+use simpler_core::ArgRole;
 use simpler_format::swimlane::{
     Dec64, DepArg, DepEdge, DepTask, DepTensor, SWIMLANE_SCHEMA_VERSION,
 };
 use simpler_runtime::{
-    swimlane::{EdgeRecord, EdgeSource, TaskRecord},
+    swimlane::{ArgRef, ArgTable, EdgeRecord, EdgeSource, TaskRecord},
     SwimlaneLog,
 };
 
@@ -29,61 +30,70 @@ pub fn write_deps(log: &SwimlaneLog, w: &mut impl Write) -> io::Result<()> {
     simpler_format::swimlane::write_deps(
         w,
         Some(SWIMLANE_SCHEMA_VERSION),
-        log.tasks.iter().enumerate().map(|(i, t)| d.task(i, t)),
-        d.ids.tensors.iter().enumerate().map(|(i, t)| tensor(i, t)),
+        log.tasks.iter().map(|t| d.task(t)),
+        d.ids
+            .tensors
+            .iter()
+            .enumerate()
+            .map(|(i, a)| tensor(&log.args, i, a)),
         log.edges.iter().map(|e| d.edge(e)),
     )
 }
+
+/// No tensor id yet.
+const NONE: u32 = u32::MAX;
 
 /// Tensor ids: one per buffer (address and creating task), in order of
 /// first use; and the id of every task argument.
 struct ArgIds<'a> {
     /// The buffers, by id: the first view seen of each.
-    tensors: Vec<&'a ChipTensor>,
-    /// Id of each argument, task after task.
-    of_arg: Vec<u64>,
-    /// Where each task's arguments start in `of_arg`.
-    first: Vec<usize>,
-    /// Task id → position in the log.
-    task_at: FxHashMap<u64, usize>,
+    tensors: Vec<&'a ArgRef>,
+    /// Id of each argument of the table, by its index there.
+    of_arg: Vec<u32>,
+    /// Task id → its arguments in the table.
+    task_at: FxHashMap<u64, Range<u32>>,
 }
 
 impl<'a> ArgIds<'a> {
     fn of(log: &'a SwimlaneLog) -> ArgIds<'a> {
-        let mut by_key: FxHashMap<(u64, u64), u64> = FxHashMap::default();
+        let table = &log.args;
+        let mut by_key: FxHashMap<(u64, u64), u32> = FxHashMap::default();
+        // A logged buffer is one (address, creator): its id is looked up
+        // once, not per argument (CaseLarge: 82 558 buffers, 278 528
+        // arguments).
+        let mut of_buffer: Vec<u32> = Vec::new();
         let mut ids = ArgIds {
             tensors: Vec::new(),
-            of_arg: Vec::new(),
-            first: Vec::with_capacity(log.tasks.len()),
+            of_arg: vec![NONE; table.len()],
             task_at: FxHashMap::default(),
         };
         ids.task_at.reserve(log.tasks.len());
-        for (i, t) in log.tasks.iter().enumerate() {
-            ids.task_at.insert(t.task_id.0, i);
-            ids.first.push(ids.of_arg.len());
-            for (_, d) in &t.args {
-                let next = ids.tensors.len() as u64;
-                let id = *by_key.entry((d.addr, d.owner_task_id.0)).or_insert(next);
-                if id == next {
-                    ids.tensors.push(d);
+        for t in &log.tasks {
+            ids.task_at.insert(t.task_id.0, t.args.clone());
+            for (k, a) in (t.args.start..).zip(table.of(&t.args)) {
+                let b = a.buffer as usize;
+                if of_buffer.len() <= b {
+                    of_buffer.resize(b + 1, NONE);
                 }
-                ids.of_arg.push(id);
+                if of_buffer[b] == NONE {
+                    let buf = table.buffer(a);
+                    let next = ids.tensors.len() as u32;
+                    of_buffer[b] = *by_key.entry((buf.addr, buf.owner.0)).or_insert(next);
+                    if of_buffer[b] == next {
+                        ids.tensors.push(a);
+                    }
+                }
+                ids.of_arg[k as usize] = of_buffer[b];
             }
         }
         ids
     }
 
     /// Task `task`'s argument `arg`, and its tensor id.
-    fn arg(
-        &self,
-        log: &'a SwimlaneLog,
-        task: u64,
-        arg: Option<u32>,
-    ) -> Option<(&'a ChipTensor, u64)> {
-        let &i = self.task_at.get(&task)?;
-        let a = arg? as usize;
-        let (_, d) = log.tasks[i].args.get(a)?;
-        Some((d, self.of_arg[self.first[i] + a]))
+    fn arg(&self, log: &'a SwimlaneLog, task: u64, arg: Option<u32>) -> Option<(&'a ArgRef, u64)> {
+        let r = self.task_at.get(&task)?;
+        let a = log.args.of(r).get(arg? as usize)?;
+        Some((a, u64::from(self.of_arg[(r.start + arg?) as usize])))
     }
 }
 
@@ -92,49 +102,45 @@ struct DepsOf<'a> {
     ids: ArgIds<'a>,
 }
 
-/// The shape and strides of a view.
-fn dims(d: &ChipTensor) -> (&[u32], &[u32]) {
-    let n = (d.ndims as usize).min(d.shapes.len());
-    (&d.shapes[..n], &d.strides[..n])
-}
-
-fn tensor(id: usize, d: &ChipTensor) -> DepTensor {
-    let elem = d.dtype.size().max(1) as u64;
+fn tensor(table: &ArgTable, id: usize, a: &ArgRef) -> DepTensor {
+    let (b, l) = (table.buffer(a), table.layout(a));
+    let elem = l.dtype.size().max(1) as u64;
     DepTensor {
         tensor_id: Dec64(id as u64),
-        buffer_addr: Dec64(d.addr),
-        version: i64::from(d.version),
-        dtype: Cow::Borrowed(d.dtype.name()),
-        buffer_numel: Dec64(d.size / elem),
+        buffer_addr: Dec64(b.addr),
+        version: i64::from(b.version),
+        dtype: Cow::Borrowed(l.dtype.name()),
+        buffer_numel: Dec64(b.size / elem),
     }
 }
 
 impl<'a> DepsOf<'a> {
-    fn task(
-        &self,
-        i: usize,
-        t: &'a TaskRecord,
-    ) -> DepTask<impl Iterator<Item = DepArg<&'a [u32]>> + '_> {
-        let ids = &self.ids.of_arg[self.ids.first[i]..][..t.args.len()];
+    fn task(&self, t: &'a TaskRecord) -> DepTask<impl Iterator<Item = DepArg<&'a [u32]>> + '_> {
+        let table = &self.log.args;
+        let ids = self
+            .ids
+            .of_arg
+            .get(t.args.start as usize..t.args.end as usize);
         DepTask {
             task_id: Dec64(t.task_id.0),
             scope: t.scope,
             kernel_ids: t.kernel_ids.map(|k| k.map_or(-1, i64::from)),
             block_num: t.block_num,
-            args: t
-                .args
+            args: table
+                .of(&t.args)
                 .iter()
-                .zip(ids)
+                .zip(ids.unwrap_or_default())
                 .enumerate()
-                .map(|(i, ((role, d), &id))| {
-                    let (shape, strides) = dims(d);
+                .map(move |(i, (a, &id))| {
+                    let l = table.layout(a);
+                    let (shape, strides) = l.dims();
                     DepArg {
                         idx: i as u32,
-                        kind: role_name(*role),
-                        tensor_id: Dec64(id),
-                        dtype: Cow::Borrowed(d.dtype.name()),
+                        kind: role_name(l.role),
+                        tensor_id: Dec64(u64::from(id)),
+                        dtype: Cow::Borrowed(l.dtype.name()),
                         shape,
-                        start_offset: Dec64(d.start_offset),
+                        start_offset: Dec64(a.start_offset),
                         strides,
                     }
                 }),
@@ -142,14 +148,21 @@ impl<'a> DepsOf<'a> {
     }
 
     fn edge(&self, e: &EdgeRecord) -> DepEdge<&'a [u32]> {
+        let table = &self.log.args;
         let consumer = self.ids.arg(self.log, e.succ.0, e.arg);
         let producer = self.ids.arg(self.log, e.pred.0, e.pred_arg);
         let overlap = match (e.source, consumer, producer) {
             (EdgeSource::Creator, _, _) => "full",
-            (_, Some((c, _)), Some((p, _))) if simpler_runtime::tensormap::covers(p, c) => "full",
-            (_, Some(_), Some(_)) => "partial",
+            (_, Some((c, _)), Some((p, _))) => {
+                let (c, p) = (table.desc(c).1, table.desc(p).1);
+                match simpler_runtime::tensormap::covers(&p, &c) {
+                    true => "full",
+                    false => "partial",
+                }
+            }
             _ => "",
         };
+        let dims = |a: &'a ArgRef| table.layout(a).dims();
         let (cs, cst) = consumer.map(|(c, _)| dims(c)).unzip();
         let (ps, pst) = producer.map(|(p, _)| dims(p)).unzip();
         DepEdge {

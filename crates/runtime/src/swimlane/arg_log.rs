@@ -11,42 +11,17 @@
 //! for 278 528). So an argument is logged as its offset plus the ids of
 //! its buffer and layout, each kept once when first seen (a buffer again
 //! when it fell out of a small cache: that costs bytes, never truth).
-//! Decoding gives back the descriptor bit for bit.
+//! The log keeps them so after the run too ([`ArgLog::append_to`] puts
+//! every worker's into one [`ArgTable`]), and decoding gives back the
+//! descriptor bit for bit.
+
+use std::ops::Range;
 
 use rustc_hash::FxHashMap;
-use simpler_core::{ArgRole, ChipTensor, DType, TaskId, TaskTensor, MAX_DIMS};
+use simpler_core::{TaskId, TaskTensor};
 
+use super::arg_table::{ArgBuffer, ArgLayout, ArgRef, ArgTable};
 use super::chunks::Chunks;
-
-/// The buffer half of a descriptor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Buffer {
-    addr: u64,
-    size: u64,
-    owner: TaskId,
-    version: i32,
-}
-
-/// The rest of a descriptor but its start offset, and the task's role.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-struct Layout {
-    role: ArgRole,
-    dtype: DType,
-    ndims: u32,
-    manual_dep: bool,
-    is_contiguous: bool,
-    address_space: u8,
-    shapes: [u32; MAX_DIMS],
-    strides: [u32; MAX_DIMS],
-    extent_elems: u64,
-}
-
-/// One argument as logged.
-struct Arg {
-    start_offset: u64,
-    buffer: u32,
-    layout: u32,
-}
 
 /// Buffers remembered by address (direct-mapped).
 const RECENT: usize = 256;
@@ -55,14 +30,15 @@ const RECENT: usize = 256;
 pub(crate) struct ArgLog {
     /// Each task logged and how many of `args` are its.
     tasks: Chunks<(TaskId, u32)>,
-    args: Chunks<Arg>,
-    buffers: Chunks<Buffer>,
-    layouts: Vec<Layout>,
-    layout_ids: FxHashMap<Layout, u32>,
+    /// Buffer and layout ids are this log's own.
+    args: Chunks<ArgRef>,
+    buffers: Chunks<ArgBuffer>,
+    layouts: Vec<ArgLayout>,
+    layout_ids: FxHashMap<ArgLayout, u32>,
     /// The layout id last seen in each of the first slots.
     slot_layout: [Option<u32>; 8],
     /// Buffer ids by a hash of the address.
-    recent: Box<[Option<(Buffer, u32)>; RECENT]>,
+    recent: Box<[Option<(ArgBuffer, u32)>; RECENT]>,
 }
 
 impl Default for ArgLog {
@@ -80,80 +56,13 @@ impl Default for ArgLog {
 }
 
 /// An id for the `n`-th entry of a table: tables hold fewer than 4 G
-/// entries (each is ≥ 24 bytes, so the memory would run out first).
+/// entries (each is ≥ 16 bytes, so the memory would run out first).
 fn id(n: usize) -> u32 {
     u32::try_from(n).expect("a recording table holds fewer than 4 G entries")
 }
 
-impl Buffer {
-    fn of(d: &ChipTensor) -> Buffer {
-        Buffer {
-            addr: d.addr,
-            size: d.size,
-            owner: d.owner_task_id,
-            version: d.version,
-        }
-    }
-
-    /// Whether `d` views this buffer (compared in place: this runs per
-    /// argument on the orchestrator's thread).
-    fn holds(&self, d: &ChipTensor) -> bool {
-        self.addr == d.addr
-            && self.size == d.size
-            && self.owner == d.owner_task_id
-            && self.version == d.version
-    }
-}
-
-impl Layout {
-    fn of(t: &TaskTensor) -> Layout {
-        let d = &t.desc;
-        Layout {
-            role: t.role,
-            dtype: d.dtype,
-            ndims: d.ndims,
-            manual_dep: d.manual_dep,
-            is_contiguous: d.is_contiguous,
-            address_space: d.address_space,
-            shapes: d.shapes,
-            strides: d.strides,
-            extent_elems: d.extent_elems,
-        }
-    }
-
-    /// Whether `t` has this layout (in place, as [`Buffer::holds`]).
-    fn fits(&self, t: &TaskTensor) -> bool {
-        let d = &t.desc;
-        self.role == t.role
-            && self.dtype == d.dtype
-            && self.ndims == d.ndims
-            && self.manual_dep == d.manual_dep
-            && self.is_contiguous == d.is_contiguous
-            && self.address_space == d.address_space
-            && self.shapes == d.shapes
-            && self.strides == d.strides
-            && self.extent_elems == d.extent_elems
-    }
-}
-
-fn join(b: &Buffer, l: &Layout, start_offset: u64) -> (ArgRole, ChipTensor) {
-    let desc = ChipTensor {
-        addr: b.addr,
-        size: b.size,
-        owner_task_id: b.owner,
-        start_offset,
-        version: b.version,
-        ndims: l.ndims,
-        dtype: l.dtype,
-        manual_dep: l.manual_dep,
-        is_contiguous: l.is_contiguous,
-        address_space: l.address_space,
-        shapes: l.shapes,
-        extent_elems: l.extent_elems,
-        strides: l.strides,
-    };
-    (l.role, desc)
-}
+/// Each task's arguments in an [`ArgTable`].
+pub(crate) type TaskArgs = FxHashMap<TaskId, Range<u32>>;
 
 impl ArgLog {
     /// Log task `id`'s arguments, in slot order.
@@ -161,7 +70,7 @@ impl ArgLog {
         // A task holds at most 32 tensors (checked at submit).
         self.tasks.push((id, tensors.len() as u32));
         for (slot, t) in tensors.iter().enumerate() {
-            let arg = Arg {
+            let arg = ArgRef {
                 start_offset: t.desc.start_offset,
                 buffer: self.buffer_id(&t.desc),
                 layout: self.layout_id(slot, t),
@@ -170,13 +79,13 @@ impl ArgLog {
         }
     }
 
-    fn buffer_id(&mut self, d: &ChipTensor) -> u32 {
+    fn buffer_id(&mut self, d: &simpler_core::ChipTensor) -> u32 {
         let h = (d.addr ^ d.size).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56;
         let slot = &mut self.recent[h as usize % RECENT];
         match slot {
             Some((x, i)) if x.holds(d) => *i,
             _ => {
-                let (b, i) = (Buffer::of(d), id(self.buffers.len()));
+                let (b, i) = (ArgBuffer::of(d), id(self.buffers.len()));
                 self.buffers.push(b);
                 *slot = Some((b, i));
                 i
@@ -192,7 +101,7 @@ impl ArgLog {
         let i = match self.known_layout(t) {
             Some(i) => i,
             None => {
-                let l = Layout::of(t);
+                let l = ArgLayout::of(t);
                 *self.layout_ids.entry(l).or_insert_with(|| {
                     self.layouts.push(l);
                     id(self.layouts.len() - 1)
@@ -218,17 +127,36 @@ impl ArgLog {
         self.layouts.iter().position(|l| l.fits(t)).map(id)
     }
 
-    /// Every task logged, with its arguments as they were given.
-    pub fn into_tasks(self) -> impl Iterator<Item = (TaskId, Vec<(ArgRole, ChipTensor)>)> {
-        let (buffers, layouts) = (self.buffers, self.layouts);
-        let mut args = self.args.into_iter().map(move |a| {
-            // Ids were handed out as entries were pushed: always present.
-            let b = buffers.get(a.buffer as usize).expect("a logged buffer");
-            join(b, &layouts[a.layout as usize], a.start_offset)
-        });
-        self.tasks
-            .into_iter()
-            .map(move |(id, n)| (id, args.by_ref().take(n as usize).collect()))
+    /// Arguments logged.
+    pub fn len(&self) -> usize {
+        self.args.len()
+    }
+
+    /// Buffers logged.
+    pub fn buffers(&self) -> usize {
+        self.buffers.len()
+    }
+
+    /// Move every argument logged into `table` (its ids made the table's)
+    /// and give each task logged its range there, unless `tasks` already
+    /// has one for it.
+    pub fn append_to(self, table: &mut ArgTable, tasks: &mut TaskArgs) {
+        let buffer0 = id(table.buffers.len());
+        let layout0 = id(table.layouts.len());
+        table.buffers.extend(self.buffers.into_iter());
+        table.layouts.extend(self.layouts);
+        let mut args = self.args.into_iter();
+        for (task, n) in self.tasks.into_iter() {
+            let first = id(table.args.len());
+            table
+                .args
+                .extend(args.by_ref().take(n as usize).map(|a| ArgRef {
+                    start_offset: a.start_offset,
+                    buffer: buffer0 + a.buffer,
+                    layout: layout0 + a.layout,
+                }));
+            tasks.entry(task).or_insert(first..id(table.args.len()));
+        }
     }
 }
 
@@ -236,6 +164,7 @@ impl ArgLog {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use simpler_core::{ArgRole, ChipTensor, DType, MAX_DIMS};
 
     fn tensor(seed: [u64; 4], role: u8) -> TaskTensor {
         let ndims = (seed[0] % MAX_DIMS as u64) as u32 + 1;
@@ -275,19 +204,37 @@ mod tests {
     }
 
     proptest! {
+        /// Tasks logged by several logs (workers, each with its own ids)
+        /// and some again by a last one (the tasks live at the end): in
+        /// one table, every task's arguments decode to what was given,
+        /// and the first log of a task is the one kept.
         #[test]
         fn every_argument_decodes_to_the_descriptor_given(
             tasks in prop::collection::vec(
-                prop::collection::vec((any::<[u64; 4]>(), any::<u8>()), 0..12), 0..60),
+                (prop::collection::vec((any::<[u64; 4]>(), any::<u8>()), 0..12), 0..4u8),
+                0..60),
         ) {
-            let mut log = ArgLog::default();
+            let mut logs: [ArgLog; 3] = Default::default();
+            let mut live = ArgLog::default();
             let mut want = Vec::new();
-            for (i, args) in tasks.iter().enumerate() {
+            for (i, (args, log)) in tasks.iter().enumerate() {
+                let id = TaskId(i as u64);
                 let ts: Vec<TaskTensor> = args.iter().map(|&(s, r)| tensor(s, r)).collect();
-                log.push_task(TaskId(i as u64), &ts);
-                want.push((TaskId(i as u64), ts.iter().map(|t| (t.role, t.desc)).collect::<Vec<_>>()));
+                logs[*log as usize % 3].push_task(id, &ts);
+                if *log == 3 {
+                    // Logged again at the end, with other views: not kept.
+                    let other: Vec<_> = ts.iter().map(|t| tensor([7, 7, 7, 7], t.role as u8)).collect();
+                    live.push_task(id, &other);
+                }
+                want.push((id, ts.iter().map(|t| (t.role, t.desc)).collect::<Vec<_>>()));
             }
-            let got: Vec<_> = log.into_tasks().collect();
+            let (mut table, mut ranges) = (ArgTable::default(), TaskArgs::default());
+            for log in logs.into_iter().chain([live]) {
+                log.append_to(&mut table, &mut ranges);
+            }
+            let got: Vec<_> = (0..tasks.len() as u64)
+                .map(|i| (TaskId(i), table.descs(&ranges[&TaskId(i)]).collect::<Vec<_>>()))
+                .collect();
             prop_assert_eq!(got, want);
         }
     }

@@ -123,14 +123,6 @@ impl<T: Send + 'static> Chunks<T> {
         self.full.len() * Self::CAP + self.cur.len()
     }
 
-    /// The element appended `i`-th (`None` past the end).
-    pub fn get(&self, i: usize) -> Option<&T> {
-        match self.full.get(i / Self::CAP) {
-            Some(c) => c.get(i % Self::CAP),
-            None => self.cur.get(i - self.full.len() * Self::CAP),
-        }
-    }
-
     /// Every element, in the order appended; the chunks go back to the
     /// pool when the iterator is dropped.
     pub fn into_iter(mut self) -> IntoIter<T> {
@@ -178,17 +170,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn keeps_order_and_indexes_across_chunk_boundaries() {
+    fn keeps_order_across_chunk_boundaries() {
         let mut c = Chunks::<u64>::default();
         let n = 3 * Chunks::<u64>::CAP + 7;
         for i in 0..n as u64 {
             c.push(i * 3);
         }
         assert_eq!(c.len(), n);
-        for i in [0, 1, Chunks::<u64>::CAP - 1, Chunks::<u64>::CAP, n - 1] {
-            assert_eq!(c.get(i), Some(&(i as u64 * 3)));
-        }
-        assert_eq!(c.get(n), None);
         let all: Vec<u64> = c.into_iter().collect();
         assert_eq!(all, (0..n as u64).map(|i| i * 3).collect::<Vec<_>>());
     }

@@ -10,16 +10,16 @@
 
 use std::sync::Arc;
 
-use rustc_hash::FxHashMap;
-use simpler_core::{ArgRole, ChipTensor, TaskId};
+use simpler_core::TaskId;
 
 use super::{
-    arg_log::ArgLog, chunks::Chunks, edges::EdgeFinder, EdgeRecord, SubmitRecord, TaskRecord,
+    arg_log::{ArgLog, TaskArgs},
+    arg_table::ArgTable,
+    chunks::Chunks,
+    edges::EdgeFinder,
+    EdgeRecord, SubmitRecord, TaskRecord,
 };
 use crate::{clock::Clock, task::Task};
-
-/// Each task's arguments, from wherever they were logged.
-pub(crate) type TaskArgs = FxHashMap<TaskId, Vec<(ArgRole, ChipTensor)>>;
 
 /// A submitted task as recorded; its `after`s are the next ones in the
 /// recorder's log.
@@ -115,36 +115,39 @@ impl OrchRecorder {
         }
     }
 
-    /// Add the arguments logged at the end of the run to `args` (where a
-    /// worker logged a task too, the two are the same).
-    fn merge_live(&mut self, args: &mut TaskArgs) {
-        for (id, a) in std::mem::take(&mut self.live_args).into_tasks() {
-            args.entry(id).or_insert(a);
-        }
+    /// The arguments of the tasks live at the end of the run (the
+    /// workers' go first: where a worker logged a task too, the two are
+    /// the same).
+    pub fn take_live_args(&mut self) -> ArgLog {
+        std::mem::take(&mut self.live_args)
     }
 
     /// Tasks, edges (rebuilt now, in submission order) and submits (times
-    /// as stamped); `args`: what the workers logged.
+    /// as stamped); `args`: every task's arguments in `table`.
     pub fn finish(
-        mut self,
-        mut args: TaskArgs,
+        self,
+        table: &ArgTable,
+        args: &TaskArgs,
     ) -> (Vec<TaskRecord>, Vec<EdgeRecord>, Vec<SubmitRecord>) {
-        self.merge_live(&mut args);
         let mut edges = EdgeFinder::new();
         let mut after = self.after.into_iter();
         let mut forgets = self.forgets.into_iter().peekable();
         let mut tasks = Vec::with_capacity(self.heads.len());
+        // One task's descriptors, reused task after task.
+        let mut descs = Vec::new();
         for (i, h) in self.heads.into_iter().enumerate() {
             while let Some((_, addr)) = forgets.next_if(|f| f.0 <= i as u64) {
                 edges.forget(addr);
             }
             // Every task submitted was either taken by a worker (which
             // logged it before its first block ran) or is live at the end.
-            let a = args.remove(&h.id);
+            let a = args.get(&h.id).cloned();
             debug_assert!(a.is_some(), "task {:?}: no arguments logged", h.id);
-            let a = a.unwrap_or_default();
+            let a = a.unwrap_or(0..0);
+            descs.clear();
+            descs.extend(table.descs(&a));
             let after: Vec<_> = after.by_ref().take(h.after as usize).collect();
-            edges.task(h.id, &a, &after);
+            edges.task(h.id, &descs, &after);
             let kernel_ids = [0, 1, 2].map(|k| h.has_kernel[k].then_some(h.kernel_ids[k]));
             tasks.push(TaskRecord {
                 task_id: h.id,

@@ -2,6 +2,7 @@
 
 mod analysis;
 mod checker;
+mod deps_file;
 mod predict_props;
 mod queues;
 mod recording;

@@ -58,9 +58,9 @@ const SHAPE: [u32; 2] = [4, 8];
 
 /// Returns the per-task `Submitted::deps`, the output bits, and the log.
 /// Each task and the producers the run made it wait for.
-type Subs = Vec<(TaskId, Vec<TaskId>)>;
+pub(crate) type Subs = Vec<(TaskId, Vec<TaskId>)>;
 
-fn run(level: u8, predict: bool) -> (Subs, Vec<u32>, Option<SwimlaneLog>) {
+pub(crate) fn run(level: u8, predict: bool) -> (Subs, Vec<u32>, Option<SwimlaneLog>) {
     let cost = predict.then(|| simpler_swimlane::predicted::pipe_cost(TimingParams::a2a3()));
     let rt = runtime((level > 0).then(|| SwimlaneConfig {
         level,
@@ -252,14 +252,14 @@ fn predict_times_each_dispatch_like_a_replay_and_changes_no_result() {
 /// all the intermediates together: the run only fits because each scope's
 /// buffer is freed and its space reused. Returns the task ids in
 /// submission order, `out`'s bits and the log.
-type Chain = (
+pub(crate) type Chain = (
     Vec<TaskId>,
     Vec<u32>,
     Option<SwimlaneLog>,
     std::time::Duration,
 );
 
-fn scoped_chain(level: u8, steps: u32, background: bool) -> Chain {
+pub(crate) fn scoped_chain(level: u8, steps: u32, background: bool) -> Chain {
     let cfg = RuntimeConfig {
         clusters: 2,
         sched_threads: 2,
@@ -404,7 +404,7 @@ fn a_failed_run_records_every_submitted_task_with_its_arguments() {
         let got: Vec<_> = log
             .tasks
             .iter()
-            .map(|t| (t.task_id, t.args.clone()))
+            .map(|t| (t.task_id, log.args.descs(&t.args).collect::<Vec<_>>()))
             .collect();
         assert!(!want.is_empty(), "level {level}: nothing was submitted");
         assert_eq!(got, want, "level {level}");
@@ -425,10 +425,10 @@ fn a_log_converted_in_the_background_is_the_log_converted_when_taken() {
         l.tasks
             .iter()
             .map(|t| {
-                let args: Vec<_> = t
+                let args: Vec<_> = l
                     .args
-                    .iter()
-                    .map(|(r, d)| (*r, d.dtype, d.shapes, d.strides, d.start_offset))
+                    .descs(&t.args)
+                    .map(|(r, d)| (r, d.dtype, d.shapes, d.strides, d.start_offset))
                     .collect();
                 (t.task_id, t.scope, t.kernel_ids, t.block_num, args)
             })
