@@ -28,8 +28,10 @@ use std::fmt;
 use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
 
 mod deps_json;
+mod records_json;
 
 pub use deps_json::write_deps;
+pub use records_json::{write_records, write_records_of, RecordsHead};
 
 /// Version of our swimlane files (the `schema_version` key).
 pub const SWIMLANE_SCHEMA_VERSION: u32 = 1;

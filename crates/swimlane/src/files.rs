@@ -244,7 +244,10 @@ pub fn write_run(
         let rest = (|| {
             if out.observed {
                 let records = crate::record::records(log);
-                sink.write(&run_dir.join(RECORDS_FILE), &mut json_to(&records))?;
+                sink.write(&run_dir.join(RECORDS_FILE), &mut |mut w| {
+                    simpler_format::swimlane::write_records_of(&mut w, &records)?;
+                    w.write_all(b"\n")
+                })?;
                 let (tasks, edges) = crate::record::graph(log);
                 let t = Timeline::with_graph(&records, tasks, edges, Some(&names));
                 sink.write(&run_dir.join(PERFETTO_FILE), &mut |w| {
@@ -278,46 +281,44 @@ fn write_predicted(
 ) -> io::Result<PredictSummary> {
     let (g, missing) = crate::predicted::graph_of(log);
     let p = crate::predict::predict(&g, shape, params);
-    let precs = crate::predicted::records_of(&g, &p, shape);
-    let (g, p, precs) = (&g, &p, &precs);
-    std::thread::scope(|s| {
+    let pt = crate::predicted::timeline_of(log, &g, &p, shape, Some(names));
+    let (side, trace, critical) = std::thread::scope(|s| {
         let side = s.spawn(|| -> io::Result<_> {
-            sink.write(&dir.join(RECORDS_FILE), &mut json_to(precs))?;
+            sink.write(&dir.join(RECORDS_FILE), &mut |mut w| {
+                crate::predicted::write_records(&g, &p, shape, &pt.sched, &mut w)?;
+                w.write_all(b"\n")
+            })?;
             sink.write(&dir.join(PMU_FILE), &mut |w| {
-                crate::predicted::write_pmu(g, p, w)
+                crate::predicted::write_pmu(&g, &p, w)
             })?;
             let figures = (
-                crate::predict::static_critical_path(g),
-                crate::predicted::bottlenecks(p),
+                crate::predict::static_critical_path(&g),
+                crate::predicted::bottlenecks(&p),
             );
             Ok(figures)
         });
-        let (tasks, edges) = crate::record::graph(log);
-        let pt = Timeline::with_graph(precs, tasks, edges, Some(names));
         // The critical path meanwhile, off the trace's way.
-        let (trace, critical) = std::thread::scope(|s| {
-            let critical = s.spawn(|| crate::critical::observed(&pt));
-            let trace = sink.write(&dir.join(PERFETTO_FILE), &mut |w| {
-                crate::perfetto::write_perfetto(&pt, w)
-            });
-            let critical = critical.join();
-            (
-                trace,
-                critical.unwrap_or_else(|p| std::panic::resume_unwind(p)),
-            )
+        let critical = s.spawn(|| crate::critical::observed(&pt));
+        let trace = sink.write(&dir.join(PERFETTO_FILE), &mut |w| {
+            crate::perfetto::write_perfetto(&pt, w)
         });
-        let (static_path, bottlenecks) = side
+        let critical = critical
             .join()
-            .unwrap_or_else(|_| Err(io::Error::other("the records writer panicked")))?;
-        trace?;
-        Ok(PredictSummary {
-            makespan: p.makespan,
-            timeline: pt,
-            critical,
-            static_path,
-            work: p.dispatches.iter().map(|d| d.member.cost.cycles).sum(),
-            bottlenecks,
-            missing,
-        })
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        let side = side
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the records writer panicked")));
+        (side, trace, critical)
+    });
+    let (static_path, bottlenecks) = side?;
+    trace?;
+    Ok(PredictSummary {
+        makespan: p.makespan,
+        timeline: pt,
+        critical,
+        static_path,
+        work: p.dispatches.iter().map(|d| d.member.cost.cycles).sum(),
+        bottlenecks,
+        missing,
     })
 }

@@ -89,7 +89,7 @@ pub struct Timeline {
 
 /// The AIC cores are `[0, n_aic)`; the AIV of cluster c are
 /// `n_aic + 2c` (aiv0) and `+ 1` (aiv1).
-fn resolve_func(core: u32, core_types: &[String], kernel_ids: &[i64; 3]) -> Option<u32> {
+pub(crate) fn resolve_func(core: u32, core_types: &[String], kernel_ids: &[i64; 3]) -> Option<u32> {
     let pick = |i: usize| u32::try_from(kernel_ids[i]).ok();
     match core_types.get(core as usize).map(String::as_str) {
         Some("aic") => pick(0),
@@ -154,11 +154,7 @@ impl Timeline {
             ..Default::default()
         };
         if let Some(n) = names {
-            t.names = n
-                .callable_id_to_name
-                .iter()
-                .filter_map(|(k, v)| Some((k.parse().ok()?, v.clone())))
-                .collect();
+            t.names = names_of(n);
         }
         t.join(records);
         t
@@ -199,6 +195,11 @@ impl Timeline {
                 "{unmatched} aicore_tasks rows have no aicpu_tasks row with the same (core_id, reg_task_id)"
             ));
         }
+        self.warn_unknown_funcs();
+    }
+
+    /// Say how many dispatches have no func (their task is not listed).
+    pub(crate) fn warn_unknown_funcs(&mut self) {
         let unknown = self.dispatches.iter().filter(|d| d.func.is_none()).count();
         if unknown > 0 && !self.tasks.is_empty() {
             self.warnings.push(format!(
@@ -248,6 +249,14 @@ impl Timeline {
         let last = self.dispatches.iter().map(|d| d.end).max().unwrap_or(0);
         last.saturating_sub(first)
     }
+}
+
+/// Func id → name, from a name map.
+pub(crate) fn names_of(n: &NameMap) -> BTreeMap<u32, String> {
+    n.callable_id_to_name
+        .iter()
+        .filter_map(|(k, v)| Some((k.parse().ok()?, v.clone())))
+        .collect()
 }
 
 /// An edge source as read: one of ours borrowed (no allocation per edge),

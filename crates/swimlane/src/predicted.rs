@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use simpler_core::topology::Subtask;
 use simpler_format::swimlane::{
-    phase, pmu_header, AicoreRow, AicpuRow, Metadata, Records, SchedPhase, PMU_EVENT_SET,
-    SWIMLANE_SCHEMA_VERSION,
+    phase, pmu_header, AicoreRow, AicpuRow, Metadata, NameMap, OrchPhase, Records, RecordsHead,
+    SchedPhase, PMU_EVENT_SET, SWIMLANE_SCHEMA_VERSION,
 };
 use simpler_isa::Pipe;
 use simpler_replay::{core_cost, CostScratch, TimingParams};
@@ -22,6 +22,7 @@ use simpler_runtime::{
     SwimlaneLog,
 };
 
+use crate::model::{resolve_func, Dispatch, Timeline};
 use crate::predict::{ChipShape, Graph, GraphTask, Member, Placed, Prediction, TaskShape};
 
 /// The cost function `--predict` hands the runtime: each dispatch's
@@ -143,45 +144,132 @@ impl MemberCosts {
 /// readers take a 0 timestamp for "none" (durations are unchanged).
 pub const FILE_ORIGIN: u64 = 1;
 
+/// The records file's `metadata` of a prediction on `shape`.
+fn metadata(shape: ChipShape) -> Metadata {
+    Metadata {
+        clock_freq_hz: shape.clock_hz,
+        num_cores: 3 * shape.clusters,
+        core_types: crate::record::core_types(shape.clusters),
+        core_to_thread: crate::record::core_to_thread(shape.clusters, scheds(shape)),
+    }
+}
+
+/// Scheduler threads the model uses.
+fn scheds(shape: ChipShape) -> u32 {
+    shape.sched_threads.clamp(1, shape.clusters.max(1))
+}
+
+/// A placed dispatch as its core's row.
+fn aicore_row(g: &Graph, d: &Placed) -> AicoreRow {
+    AicoreRow {
+        core_id: d.core,
+        task_id: g.tasks[d.task].id,
+        reg_task_id: d.reg,
+        start: FILE_ORIGIN + d.start,
+        end: FILE_ORIGIN + d.end,
+        receive_to_start: d.start - d.dispatch,
+    }
+}
+
+/// A placed dispatch as its scheduler's row.
+fn aicpu_row(d: &Placed) -> AicpuRow {
+    AicpuRow {
+        core_id: d.core,
+        reg_task_id: d.reg,
+        dispatch: FILE_ORIGIN + d.dispatch,
+        finish: FILE_ORIGIN + d.finish,
+    }
+}
+
 /// The predicted timeline as a level-3 records file at the device clock:
 /// the scheduler phases are the model's dispatch work (one `dispatch`
 /// phase per block, from the scheduler taking it to the hand-off).
 pub fn records_of(g: &Graph, p: &Prediction, shape: ChipShape) -> Records {
-    let scheds = shape.sched_threads.clamp(1, shape.clusters.max(1));
     Records {
         schema_version: Some(SWIMLANE_SCHEMA_VERSION),
         chip_swimlane_level: 3,
-        metadata: Metadata {
-            clock_freq_hz: shape.clock_hz,
-            num_cores: 3 * shape.clusters,
-            core_types: crate::record::core_types(shape.clusters),
-            core_to_thread: crate::record::core_to_thread(shape.clusters, scheds),
-        },
-        aicore_tasks: p
-            .dispatches
-            .iter()
-            .map(|d| AicoreRow {
-                core_id: d.core,
-                task_id: g.tasks[d.task].id,
-                reg_task_id: d.reg,
-                start: FILE_ORIGIN + d.start,
-                end: FILE_ORIGIN + d.end,
-                receive_to_start: d.start - d.dispatch,
-            })
-            .collect(),
-        aicpu_tasks: p
-            .dispatches
-            .iter()
-            .map(|d| AicpuRow {
-                core_id: d.core,
-                reg_task_id: d.reg,
-                dispatch: FILE_ORIGIN + d.dispatch,
-                finish: FILE_ORIGIN + d.finish,
-            })
-            .collect(),
-        aicpu_scheduler_phases: sched_phases(p, scheds),
+        metadata: metadata(shape),
+        aicore_tasks: p.dispatches.iter().map(|d| aicore_row(g, d)).collect(),
+        aicpu_tasks: p.dispatches.iter().map(aicpu_row).collect(),
+        aicpu_scheduler_phases: sched_phases(p, scheds(shape)),
         aicpu_orchestrator_phases: Vec::new(),
     }
+}
+
+/// Write [`records_of`]`(g, p, shape)` without building it: `sched` is
+/// its scheduler phases, as [`timeline_of`] keeps them (no final newline).
+///
+/// # Errors
+/// Write failures.
+pub fn write_records(
+    g: &Graph,
+    p: &Prediction,
+    shape: ChipShape,
+    sched: &[Vec<SchedPhase>],
+    mut w: &mut dyn Write,
+) -> io::Result<()> {
+    let meta = metadata(shape);
+    let head = RecordsHead {
+        schema_version: Some(SWIMLANE_SCHEMA_VERSION),
+        level: 3,
+        metadata: &meta,
+    };
+    let rows = p.dispatches.iter();
+    let no_orch: [[OrchPhase; 0]; 0] = [];
+    simpler_format::swimlane::write_records(
+        &mut w,
+        head,
+        rows.clone().map(|d| aicore_row(g, d)),
+        rows.map(aicpu_row),
+        sched,
+        no_orch,
+    )
+}
+
+/// The predicted timeline of `log`'s graph `g` placed as `p` on `shape`:
+/// [`Timeline::with_graph`] of [`records_of`] and the log's graph, built
+/// straight from the placements (every row joins its scheduler's row;
+/// nothing to look up).
+pub fn timeline_of(
+    log: &SwimlaneLog,
+    g: &Graph,
+    p: &Prediction,
+    shape: ChipShape,
+    names: Option<&NameMap>,
+) -> Timeline {
+    let (tasks, edges) = crate::record::graph(log);
+    let mut t = Timeline {
+        level: 3,
+        clock_hz: shape.clock_hz,
+        core_types: crate::record::core_types(shape.clusters),
+        sched: sched_phases(p, scheds(shape)),
+        tasks,
+        edges,
+        names: names.map(crate::model::names_of).unwrap_or_default(),
+        ..Default::default()
+    };
+    t.dispatches = p
+        .dispatches
+        .iter()
+        .map(|d| {
+            let r = aicore_row(g, d);
+            // `g` and the timeline's tasks are the log's, in its order.
+            let kernels = t.tasks.get(d.task).filter(|x| x.id == r.task_id);
+            Dispatch {
+                core: r.core_id,
+                task: r.task_id,
+                reg: r.reg_task_id,
+                receive: r.start.saturating_sub(r.receive_to_start),
+                start: r.start,
+                end: r.end,
+                dispatch: Some(FILE_ORIGIN + d.dispatch),
+                finish: Some(FILE_ORIGIN + d.finish),
+                func: kernels.and_then(|k| resolve_func(r.core_id, &t.core_types, &k.kernel_ids)),
+            }
+        })
+        .collect();
+    t.warn_unknown_funcs();
+    t
 }
 
 /// One `dispatch` phase per placed block, per scheduler.

@@ -4,6 +4,7 @@ mod analysis;
 mod checker;
 mod deps_file;
 mod predict_props;
+mod predicted_files;
 mod queues;
 mod recording;
 mod synth;
