@@ -412,6 +412,12 @@ impl Write for Writeback<'_> {
     }
 }
 
+/// What [`write_atomic`]'s writer buffers. A caller that formats into a
+/// buffer of its own writes pieces at least this long: they go straight
+/// to the file, not copied through this buffer first (CaseLarge's 124 MB
+/// of swimlane files were copied twice, three times for the trace).
+pub const BUFFER_BYTES: usize = 1 << 20;
+
 /// Write `path` atomically and durably: `write` fills a buffered writer on
 /// the temporary file (written out as it goes, see [`Writeback`]), which
 /// is then fsynced, renamed, and its folder fsynced. On any error the
@@ -424,7 +430,7 @@ pub fn write_atomic(
     write: impl FnOnce(&mut AtomicWriter<'_>) -> io::Result<()>,
 ) -> Result<(), WriteError> {
     let tmp = TempFile::create(path).map_err(WriteError::at(&temp_path(path)))?;
-    let mut w = BufWriter::with_capacity(1 << 20, Writeback::new(tmp.file()));
+    let mut w = BufWriter::with_capacity(BUFFER_BYTES, Writeback::new(tmp.file()));
     write(&mut w)
         .and_then(|()| w.flush())
         .map_err(WriteError::at(tmp.path()))?;

@@ -7,13 +7,31 @@
 /// A byte buffer that JSON is formatted into by hand. Its methods are
 /// `#[inline]`: called across crates per field, they showed as functions
 /// of their own in profiles.
-#[derive(Default)]
 pub struct JsonBuf {
     b: Vec<u8>,
     num: itoa::Buffer,
 }
 
+impl Default for JsonBuf {
+    /// Room for a piece and the item that ends it, reserved once (memory
+    /// not written is not touched).
+    fn default() -> Self {
+        JsonBuf {
+            b: Vec::with_capacity(crate::durable::BUFFER_BYTES + (64 << 10)),
+            num: itoa::Buffer::new(),
+        }
+    }
+}
+
 impl JsonBuf {
+    /// Whether a piece is ready to be written out: at least
+    /// [`crate::durable::BUFFER_BYTES`], so it passes straight through the
+    /// durable writer's buffer.
+    #[inline]
+    pub fn full(&self) -> bool {
+        self.b.len() >= crate::durable::BUFFER_BYTES
+    }
+
     /// Append bytes as they are.
     #[inline]
     pub fn raw(&mut self, s: &[u8]) {

@@ -373,12 +373,12 @@ fn worker_records(
     let logged: Vec<_> = workers.iter_mut().map(WorkerLog::take_moves).collect();
     let moves = logged.into_iter().flat_map(|c| c.into_iter());
     let queues = queue_lengths::QueueLengths::new(moves.chain(unpopped));
-    let mut dispatches = Vec::new();
+    // Reserved whole: grown by doubling, CaseLarge's 10 MB of records
+    // were copied and touched about twice more.
+    let mut dispatches = Vec::with_capacity(workers.iter().map(WorkerLog::dispatches).sum());
     let mut phases = vec![Vec::new(); scheds as usize];
     for w in workers {
-        let (d, p) = w.into_records(|t| scale.ns(t), &queues);
-        dispatches.extend(d);
-        for (s, p) in p {
+        for (s, p) in w.into_records(|t| scale.ns(t), &queues, &mut dispatches) {
             phases[s as usize].push(p);
         }
     }

@@ -181,8 +181,9 @@ fn aicpu_tracks(t: &Timeline) -> Vec<Track<'_>> {
 /// Write failures.
 pub fn write_perfetto(t: &Timeline, w: &mut dyn Write) -> io::Result<()> {
     // Written through the buffer's own type, not `dyn Write`: a write
-    // through a vtable per event cost more than the formatting.
-    let mut b = io::BufWriter::with_capacity(1 << 16, w);
+    // through a vtable per event cost more than the formatting. As large
+    // as the durable writer's, so its pieces pass through that uncopied.
+    let mut b = io::BufWriter::with_capacity(simpler_format::durable::BUFFER_BYTES, w);
     write_events(t, &mut b)?;
     b.flush()
 }

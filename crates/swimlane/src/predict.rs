@@ -261,18 +261,49 @@ impl Chip {
     }
 }
 
+/// Each task's successors, all in one list (not a `Vec` per task: 65 536
+/// of them on CaseLarge), and each task's fan-in. Edges out of range and
+/// self-edges are left out.
+struct Succs {
+    /// Where each task's successors start in `list`; one more at the end.
+    first: Vec<usize>,
+    list: Vec<usize>,
+}
+
+impl Succs {
+    fn new(g: &Graph) -> (Succs, Vec<usize>) {
+        let n = g.tasks.len();
+        let edges = || g.edges.iter().filter(|&&(a, b)| a < n && b < n && a != b);
+        let mut fanin = vec![0usize; n];
+        let mut first = vec![0usize; n + 1];
+        for &(a, b) in edges() {
+            first[a + 1] += 1;
+            fanin[b] += 1;
+        }
+        for i in 0..n {
+            first[i + 1] += first[i];
+        }
+        // Filled in edge order, each task's from its start.
+        let mut next = first.clone();
+        let mut list = vec![0usize; first[n]];
+        for &(a, b) in edges() {
+            list[next[a]] = b;
+            next[a] += 1;
+        }
+        (Succs { first, list }, fanin)
+    }
+
+    /// The successors of task `i`, in edge order.
+    fn of(&self, i: usize) -> &[usize] {
+        &self.list[self.first[i]..self.first[i + 1]]
+    }
+}
+
 /// Place `g` on `shape` with `p`.
 pub fn predict(g: &Graph, shape: ChipShape, p: &ChipParams) -> Prediction {
     let mut chip = Chip::new(shape);
     let n = g.tasks.len();
-    let mut succs: Vec<Vec<usize>> = vec![Vec::new(); n];
-    let mut fanin = vec![0usize; n];
-    for &(a, b) in &g.edges {
-        if a < n && b < n && a != b {
-            succs[a].push(b);
-            fanin[b] += 1;
-        }
-    }
+    let (succs, mut fanin) = Succs::new(g);
     let mut ready_at = vec![0u64; n];
     let mut done = vec![0u64; n];
     let mut blocks_left: Vec<usize> = g.tasks.iter().map(|t| t.blocks.len()).collect();
@@ -300,7 +331,7 @@ pub fn predict(g: &Graph, shape: ChipShape, p: &ChipParams) -> Prediction {
         }
         // Tasks without blocks finish at once.
         while let Some(f) = finished.pop() {
-            for &s in &succs[f] {
+            for &s in succs.of(f) {
                 ready_at[s] = ready_at[s].max(done[f] + p.release_latency_cycles);
                 fanin[s] -= 1;
                 if fanin[s] == 0 {
@@ -381,14 +412,7 @@ fn place(
 /// Tasks on a cycle (a corrupt file) are left out.
 pub fn static_critical_path(g: &Graph) -> u64 {
     let n = g.tasks.len();
-    let mut succs: Vec<Vec<usize>> = vec![Vec::new(); n];
-    let mut fanin = vec![0usize; n];
-    for &(a, b) in &g.edges {
-        if a < n && b < n && a != b {
-            succs[a].push(b);
-            fanin[b] += 1;
-        }
-    }
+    let (succs, mut fanin) = Succs::new(g);
     // Kahn's order: `before[i]` is final when `i` is taken.
     let mut before = vec![0u64; n];
     let mut stack: Vec<usize> = (0..n).filter(|&i| fanin[i] == 0).collect();
@@ -396,7 +420,7 @@ pub fn static_critical_path(g: &Graph) -> u64 {
     while let Some(i) = stack.pop() {
         let through = before[i] + g.tasks[i].min_cycles();
         best = best.max(through);
-        for &s in &succs[i] {
+        for &s in succs.of(i) {
             before[s] = before[s].max(through);
             fanin[s] -= 1;
             if fanin[s] == 0 {

@@ -89,7 +89,7 @@ fn list<T>(
             b.raw(b",");
         }
         one(b, item);
-        if b.bytes().len() >= 1 << 16 {
+        if b.full() {
             w.write_all(b.bytes())?;
             b.clear();
         }

@@ -143,20 +143,26 @@ impl WorkerLog {
         std::mem::take(&mut self.moves)
     }
 
+    /// Dispatches logged.
+    pub fn dispatches(&self) -> usize {
+        self.dispatches.len()
+    }
+
     /// The public records, each time through `ns` (stamps → nanoseconds):
-    /// dispatches, and phases with their scheduler (their queue lengths
-    /// from `queues`).
+    /// dispatches appended to `dispatches`, and phases with their
+    /// scheduler (their queue lengths from `queues`).
     pub fn into_records(
         self,
         ns: impl Fn(u64) -> u64,
         queues: &QueueLengths,
-    ) -> (Vec<DispatchRecord>, Vec<(u32, SchedPhaseRecord)>) {
+        dispatches: &mut Vec<DispatchRecord>,
+    ) -> Vec<(u32, SchedPhaseRecord)> {
         let mut lengths = queues.cursor();
         let mut costs = self.costs.into_iter().peekable();
+        let mut phases = Vec::with_capacity(self.dispatch_phases.len() + self.completions.len());
         let mut dispatch_phases = self.dispatch_phases.into_iter();
         let mut completions = self.completions.into_iter();
-        let mut phases = Vec::new();
-        let mut dispatches = Vec::with_capacity(self.dispatches.len());
+        dispatches.reserve(self.dispatches.len());
         // Whether the next dispatch begins a block.
         let mut first = true;
         for (i, d) in self.dispatches.into_iter().enumerate() {
@@ -187,7 +193,7 @@ impl WorkerLog {
                 cost: costs.next_if(|c| c.0 == i).map(|c| c.1),
             });
         }
-        (dispatches, phases)
+        phases
     }
 }
 
