@@ -292,8 +292,13 @@ fn write_flows(
     at: &[Option<(u32, u32)>],
     us: &dyn Fn(u64) -> f64,
 ) -> io::Result<()> {
+    // Sized once: each rehash as they grew copied them into memory not
+    // touched before.
+    let n = t.tasks.len().max(t.dispatches.len().min(1 << 20));
     let mut last: FxHashMap<u64, usize> = FxHashMap::default();
     let mut earliest: FxHashMap<u64, usize> = FxHashMap::default();
+    last.reserve(n);
+    earliest.reserve(n);
     for (i, d) in t.dispatches.iter().enumerate() {
         let l = last.entry(d.task).or_insert(i);
         if t.dispatches[*l].end < d.end {

@@ -137,22 +137,30 @@ impl<W: Write> Events<W> {
         self.w.write_all(&self.buf)
     }
 
+    // Inlined: the key is then a constant, copied without a call.
+    #[inline(always)]
     fn key(&mut self, k: &str) {
         self.buf.extend_from_slice(b",\"");
         self.buf.extend_from_slice(k.as_bytes());
         self.buf.extend_from_slice(b"\":");
     }
 
+    // Inlined: the key is then a constant, copied without a call.
+    #[inline(always)]
     fn key_u64(&mut self, k: &str, v: u64) {
         self.key(k);
         self.buf.extend_from_slice(self.num.format(v).as_bytes());
     }
 
+    // Inlined: the key is then a constant, copied without a call.
+    #[inline(always)]
     fn key_f64(&mut self, k: &str, v: f64) {
         self.key(k);
         f64_val(&mut self.buf, v);
     }
 
+    // Inlined: the key is then a constant, copied without a call.
+    #[inline(always)]
     fn key_id(&mut self, k: &str, v: u64) {
         self.key(k);
         self.buf.push(b'"');
