@@ -18,14 +18,18 @@
 //! - [`check`]: what the upstream tools require of a folder, as code.
 //!
 //! ```
-//! use simpler_swimlane::predict::{predict, ChipParams, ChipShape, Graph, GraphTask, Member, TaskShape};
+//! use simpler_swimlane::predict::{predict, ChipParams, ChipShape, Graph, Member, TaskShape};
 //! use simpler_core::topology::Subtask;
 //! use simpler_runtime::swimlane::DispatchCost;
 //!
 //! // Two AIV tasks of 1000 cycles, the second waiting for the first.
-//! let task = |id| GraphTask { id, shape: TaskShape::Aiv, blocks: vec![vec![Member {
-//!     subtask: Subtask::Aiv0, func: 0, cost: DispatchCost { cycles: 1000, ..Default::default() } }]] };
-//! let g = Graph { tasks: vec![task(0), task(1)], edges: vec![(0, 1)] };
+//! let member = Member {
+//!     subtask: Subtask::Aiv0, func: 0, cost: DispatchCost { cycles: 1000, ..Default::default() } };
+//! let mut g = Graph::default();
+//! for id in [0, 1] {
+//!     g.push_task(id, TaskShape::Aiv, (1, 1), [member]); // 1 block of 1 member
+//! }
+//! g.edges.push((0, 1));
 //! let shape = ChipShape { clusters: 2, sched_threads: 1, clock_hz: 1_850_000_000 };
 //! let p = ChipParams::default();
 //! let out = predict(&g, shape, &p);

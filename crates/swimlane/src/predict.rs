@@ -120,37 +120,95 @@ pub struct Member {
     pub cost: DispatchCost,
 }
 
-/// A task of the graph to place.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A task of the graph to place ([`Graph::push_task`]); its blocks'
+/// members are the graph's ([`Graph::block`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GraphTask {
     /// Task id.
     pub id: u64,
     /// What its blocks need.
     pub shape: TaskShape,
-    /// Per block, its members.
-    pub blocks: Vec<Vec<Member>>,
+    /// SPMD blocks.
+    pub blocks: u32,
+    /// Members per block: every block of a task runs the same kernels.
+    width: u32,
+    /// Its first member in the graph's list.
+    first: usize,
 }
 
-impl GraphTask {
-    /// The longest member of its longest block: its duration with cores
-    /// to spare.
-    pub fn min_cycles(&self) -> u64 {
-        self.blocks
-            .iter()
-            .flatten()
-            .map(|m| m.cost.cycles)
-            .max()
-            .unwrap_or(0)
-    }
-}
-
-/// Tasks in submission order and edges `(pred, succ)` as indices.
+/// Tasks in submission order, their members all in one list (not a `Vec`
+/// per block: 65 536 tasks on CaseLarge), and edges `(pred, succ)` as
+/// indices.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Graph {
     /// Tasks.
     pub tasks: Vec<GraphTask>,
+    /// Every task's members, task after task, block after block.
+    members: Vec<Member>,
     /// Edges.
     pub edges: Vec<(usize, usize)>,
+}
+
+impl Graph {
+    /// Add a task of `blocks` blocks of `width` members each: `members`
+    /// holds them block after block.
+    ///
+    /// # Panics
+    /// When `members` does not hold `blocks × width` members.
+    pub fn push_task(
+        &mut self,
+        id: u64,
+        shape: TaskShape,
+        (blocks, width): (u32, u32),
+        members: impl IntoIterator<Item = Member>,
+    ) {
+        let first = self.members.len();
+        self.members.extend(members);
+        let n = self.members.len() - first;
+        assert_eq!(
+            n as u64,
+            u64::from(blocks) * u64::from(width),
+            "task {id}: {n} members for {blocks} blocks of {width}"
+        );
+        self.tasks.push(GraphTask {
+            id,
+            shape,
+            blocks,
+            width,
+            first,
+        });
+    }
+
+    /// Reserve room for `tasks` more tasks of `members` members in all.
+    pub fn reserve(&mut self, tasks: usize, members: usize) {
+        self.tasks.reserve_exact(tasks);
+        self.members.reserve_exact(members);
+    }
+
+    /// The members of block `b` of task `task`.
+    pub fn block(&self, task: usize, b: u32) -> &[Member] {
+        let t = &self.tasks[task];
+        let w = t.width as usize;
+        &self.members[t.first + b as usize * w..][..w]
+    }
+
+    /// The blocks of task `task`, in order.
+    pub fn blocks(&self, task: usize) -> impl ExactSizeIterator<Item = &[Member]> {
+        (0..self.tasks[task].blocks).map(move |b| self.block(task, b))
+    }
+
+    /// Every member of every task.
+    pub fn members(&self) -> &[Member] {
+        &self.members
+    }
+
+    /// The longest member of task `task`'s longest block: its duration
+    /// with cores to spare.
+    pub fn min_cycles(&self, task: usize) -> u64 {
+        let t = &self.tasks[task];
+        let all = &self.members[t.first..][..t.blocks as usize * t.width as usize];
+        all.iter().map(|m| m.cost.cycles).max().unwrap_or(0)
+    }
 }
 
 /// One placed dispatch.
@@ -306,15 +364,14 @@ pub fn predict(g: &Graph, shape: ChipShape, p: &ChipParams) -> Prediction {
     let (succs, mut fanin) = Succs::new(g);
     let mut ready_at = vec![0u64; n];
     let mut done = vec![0u64; n];
-    let mut blocks_left: Vec<usize> = g.tasks.iter().map(|t| t.blocks.len()).collect();
+    let mut blocks_left: Vec<u32> = g.tasks.iter().map(|t| t.blocks).collect();
     let mut heap: BinaryHeap<Item> = BinaryHeap::new();
     let mut out = Prediction::default();
     // Placed whole, not grown by doubling (10 MB on CaseLarge).
-    let members = g.tasks.iter().flat_map(|t| &t.blocks).map(Vec::len).sum();
-    out.dispatches.reserve_exact(members);
+    out.dispatches.reserve_exact(g.members().len());
     let release = |i: usize, heap: &mut BinaryHeap<Item>, ready: u64| {
-        for b in 0..g.tasks[i].blocks.len() {
-            heap.push(Reverse((ready, i, b as u32)));
+        for b in 0..g.tasks[i].blocks {
+            heap.push(Reverse((ready, i, b)));
         }
     };
     for (i, _) in fanin.iter().enumerate().filter(|(_, &f)| f == 0) {
@@ -322,8 +379,7 @@ pub fn predict(g: &Graph, shape: ChipShape, p: &ChipParams) -> Prediction {
     }
     let mut finished: Vec<usize> = Vec::new();
     while let Some(Reverse((ready, i, b))) = heap.pop() {
-        let t = &g.tasks[i];
-        let fin = place(&mut chip, p, t, i, b, ready, &mut out);
+        let fin = place(&mut chip, p, g, i, b, ready, &mut out);
         done[i] = done[i].max(fin);
         blocks_left[i] -= 1;
         if blocks_left[i] == 0 {
@@ -335,7 +391,7 @@ pub fn predict(g: &Graph, shape: ChipShape, p: &ChipParams) -> Prediction {
                 ready_at[s] = ready_at[s].max(done[f] + p.release_latency_cycles);
                 fanin[s] -= 1;
                 if fanin[s] == 0 {
-                    if g.tasks[s].blocks.is_empty() {
+                    if g.tasks[s].blocks == 0 {
                         done[s] = ready_at[s];
                         finished.push(s);
                     } else {
@@ -349,16 +405,17 @@ pub fn predict(g: &Graph, shape: ChipShape, p: &ChipParams) -> Prediction {
     out
 }
 
-/// Place block `b` of task `t` (index `i`); returns when it is seen finished.
+/// Place block `b` of task `i`; returns when it is seen finished.
 fn place(
     chip: &mut Chip,
     p: &ChipParams,
-    t: &GraphTask,
+    g: &Graph,
     i: usize,
     b: u32,
     ready: u64,
     out: &mut Prediction,
 ) -> u64 {
+    let t = &g.tasks[i];
     let Some((cluster, cores, d)) = chip
         .candidates(t.shape)
         .map(|(c, cores)| {
@@ -373,7 +430,7 @@ fn place(
     let handoff = d + p.sched_dispatch_cycles.max(1);
     chip.sched_free[s as usize] = handoff;
     let start = handoff + p.dispatch_latency_cycles;
-    let members = &t.blocks[b as usize];
+    let members = g.block(i, b);
     let mut hold = start;
     let mut fin = start;
     for m in members {
@@ -418,7 +475,7 @@ pub fn static_critical_path(g: &Graph) -> u64 {
     let mut stack: Vec<usize> = (0..n).filter(|&i| fanin[i] == 0).collect();
     let mut best = 0;
     while let Some(i) = stack.pop() {
-        let through = before[i] + g.tasks[i].min_cycles();
+        let through = before[i] + g.min_cycles(i);
         best = best.max(through);
         for &s in succs.of(i) {
             before[s] = before[s].max(through);

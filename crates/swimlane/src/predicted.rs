@@ -23,7 +23,7 @@ use simpler_runtime::{
 };
 
 use crate::model::{resolve_func, Dispatch, Timeline};
-use crate::predict::{ChipShape, Graph, GraphTask, Member, Placed, Prediction, TaskShape};
+use crate::predict::{ChipShape, Graph, Member, Placed, Prediction, TaskShape};
 
 /// The cost function `--predict` hands the runtime: each dispatch's
 /// recorded instructions through the pipe model (`simulate_core`), the
@@ -53,7 +53,15 @@ pub fn graph_of(log: &SwimlaneLog) -> (Graph, u64) {
     }
     let costs = MemberCosts::of(log, &index);
     let mut missing = 0;
-    let mut tasks = Vec::with_capacity(log.tasks.len());
+    let mut g = Graph::default();
+    let width = |t: &simpler_runtime::swimlane::TaskRecord| {
+        t.kernel_ids.iter().filter(|k| k.is_some()).count() as u32
+    };
+    let members = log
+        .tasks
+        .iter()
+        .map(|t| t.block_num as usize * width(t) as usize);
+    g.reserve(log.tasks.len(), members.sum());
     for (i, t) in log.tasks.iter().enumerate() {
         let active = || {
             t.kernel_ids
@@ -66,33 +74,24 @@ pub fn graph_of(log: &SwimlaneLog) -> (Graph, u64) {
             (1, _) => TaskShape::Aiv,
             _ => TaskShape::Mix,
         };
-        let blocks = (0..t.block_num)
-            .map(|b| {
-                active()
-                    .map(|(s, func)| {
-                        let cost = costs.get(log, i, b, s);
-                        missing += u64::from(cost.is_none());
-                        Member {
-                            subtask: Subtask::ALL[s],
-                            func,
-                            cost: cost.unwrap_or_default(),
-                        }
-                    })
-                    .collect()
-            })
-            .collect();
-        tasks.push(GraphTask {
-            id: t.task_id.0,
-            shape,
-            blocks,
+        let members = (0..t.block_num).flat_map(|b| active().map(move |(s, func)| (b, s, func)));
+        let members = members.map(|(b, s, func)| {
+            let cost = costs.get(log, i, b, s);
+            missing += u64::from(cost.is_none());
+            Member {
+                subtask: Subtask::ALL[s],
+                func,
+                cost: cost.unwrap_or_default(),
+            }
         });
+        g.push_task(t.task_id.0, shape, (t.block_num, width(t)), members);
     }
-    let edges = log
+    g.edges = log
         .edges
         .iter()
         .filter_map(|e| Some((*index.get(&e.pred.0)?, *index.get(&e.succ.0)?)))
         .collect();
-    (Graph { tasks, edges }, missing)
+    (g, missing)
 }
 
 /// Which dispatch's cost each member slot `[aic, aiv0, aiv1]` of each
@@ -428,28 +427,22 @@ mod tests {
             member(Subtask::Aiv0, 1, 500),
             member(Subtask::Aiv1, 2, 700),
         ];
-        let g = Graph {
-            tasks: vec![
-                GraphTask {
-                    id: 1 << 32,
-                    shape: TaskShape::Aiv,
-                    blocks: (0..5)
-                        .map(|b| vec![member(Subtask::Aiv0, 3, 100 + b)])
-                        .collect(),
-                },
-                GraphTask {
-                    id: (1 << 32) | 1,
-                    shape: TaskShape::Mix,
-                    blocks: vec![mix.clone(), mix],
-                },
-                GraphTask {
-                    id: 7,
-                    shape: TaskShape::Aic,
-                    blocks: vec![vec![member(Subtask::Aic, 4, 50)]; 3],
-                },
-            ],
-            edges: vec![(0, 2)],
-        };
+        let mut g = Graph::default();
+        let aiv = (0..5).map(|b| member(Subtask::Aiv0, 3, 100 + b));
+        g.push_task(1 << 32, TaskShape::Aiv, (5, 1), aiv);
+        g.push_task(
+            (1 << 32) | 1,
+            TaskShape::Mix,
+            (2, 3),
+            [mix.clone(), mix].concat(),
+        );
+        g.push_task(
+            7,
+            TaskShape::Aic,
+            (3, 1),
+            vec![member(Subtask::Aic, 4, 50); 3],
+        );
+        g.edges = vec![(0, 2)];
         let shape = ChipShape {
             clusters: 1,
             sched_threads: 1,

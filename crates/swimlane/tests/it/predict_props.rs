@@ -7,8 +7,7 @@ use simpler_runtime::swimlane::DispatchCost;
 use simpler_swimlane::{
     critical,
     predict::{
-        predict, static_critical_path, ChipParams, ChipShape, Graph, GraphTask, Member, Prediction,
-        TaskShape,
+        predict, static_critical_path, ChipParams, ChipShape, Graph, Member, Prediction, TaskShape,
     },
 };
 
@@ -19,47 +18,40 @@ fn cost(cycles: u64) -> DispatchCost {
     }
 }
 
-fn task(id: u64, shape: TaskShape, blocks: u32, cycles: &mut impl FnMut() -> u64) -> GraphTask {
+/// Add task `id`: `blocks` blocks of the members `shape` needs.
+fn task(g: &mut Graph, id: u64, shape: TaskShape, blocks: u32, cycles: &mut impl FnMut() -> u64) {
     let members: &[Subtask] = match shape {
         TaskShape::Aic => &[Subtask::Aic],
         TaskShape::Aiv => &[Subtask::Aiv0],
         TaskShape::Mix => &Subtask::ALL,
     };
-    GraphTask {
-        id,
-        shape,
-        blocks: (0..blocks)
-            .map(|_| {
-                members
-                    .iter()
-                    .map(|&s| Member {
-                        subtask: s,
-                        func: s.id(),
-                        cost: cost(cycles()),
-                    })
-                    .collect()
-            })
-            .collect(),
-    }
+    let all: Vec<Member> = (0..blocks)
+        .flat_map(|_| members)
+        .map(|&s| Member {
+            subtask: s,
+            func: s.id(),
+            cost: cost(cycles()),
+        })
+        .collect();
+    g.push_task(id, shape, (blocks, members.len() as u32), all);
 }
 
 /// A random DAG: each task depends on up to 3 earlier ones.
 fn random_graph(seed: u64, n: usize) -> Graph {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let mut tasks = Vec::new();
-    let mut edges = Vec::new();
+    let mut g = Graph::default();
     for i in 0..n {
         let shape = [TaskShape::Aic, TaskShape::Aiv, TaskShape::Mix][rng.gen_range(0..3)];
         let blocks = rng.gen_range(1..4);
         let mut c = || rng.gen_range(1..5000);
-        tasks.push(task(i as u64, shape, blocks, &mut c));
+        task(&mut g, i as u64, shape, blocks, &mut c);
         for _ in 0..rng.gen_range(0..4) {
             if i > 0 {
-                edges.push((rng.gen_range(0..i), i));
+                g.edges.push((rng.gen_range(0..i), i));
             }
         }
     }
-    Graph { tasks, edges }
+    g
 }
 
 fn shape(clusters: u32, scheds: u32) -> ChipShape {
@@ -120,7 +112,7 @@ proptest! {
         let params = ChipParams::default();
         let p = predict(&g, shape(clusters, scheds), &params);
         sound(&g, &p, &params);
-        prop_assert_eq!(p.dispatches.len(), g.tasks.iter().map(|t| t.blocks.iter().map(Vec::len).sum::<usize>()).sum::<usize>());
+        prop_assert_eq!(p.dispatches.len(), (0..g.tasks.len()).map(|i| g.blocks(i).map(<[Member]>::len).sum::<usize>()).sum::<usize>());
         // At least the longest chain of kernels…
         prop_assert!(p.makespan >= static_critical_path(&g));
         // …at least the predicted critical path…
@@ -148,10 +140,11 @@ proptest! {
         let sh = [TaskShape::Aic, TaskShape::Aiv, TaskShape::Mix][shape_i];
         let per_wave = match sh { TaskShape::Aiv => 2 * clusters, _ => clusters };
         // Independent tasks of similar length, long next to the latencies.
-        let tasks = (0..waves * u64::from(2 * per_wave))
-            .map(|i| { let mut c = || rng.gen_range(90_000..110_000); task(i, sh, 1, &mut c) })
-            .collect();
-        let g = Graph { tasks, edges: vec![] };
+        let mut g = Graph::default();
+        for i in 0..waves * u64::from(2 * per_wave) {
+            let mut c = || rng.gen_range(90_000..110_000);
+            task(&mut g, i, sh, 1, &mut c);
+        }
         let params = ChipParams::default();
         let one = predict(&g, shape(clusters, 3), &params).makespan;
         let two = predict(&g, shape(2 * clusters, 3), &params).makespan;
@@ -168,13 +161,9 @@ fn a_mix_block_holds_its_cluster_until_its_slowest_member_ends() {
         n += 1;
         [100, 5000, 300][(n - 1) % 3]
     };
-    let mix = task(0, TaskShape::Mix, 1, &mut c);
-    let mut c2 = || 10;
-    let aiv = task(1, TaskShape::Aiv, 1, &mut c2);
-    let g = Graph {
-        tasks: vec![mix, aiv],
-        edges: vec![],
-    };
+    let mut g = Graph::default();
+    task(&mut g, 0, TaskShape::Mix, 1, &mut c);
+    task(&mut g, 1, TaskShape::Aiv, 1, &mut || 10);
     let params = ChipParams::default();
     let p = predict(&g, shape(1, 1), &params);
     let mix_end = p
@@ -203,11 +192,8 @@ fn a_mix_block_holds_its_cluster_until_its_slowest_member_ends() {
 
 #[test]
 fn a_single_dispatch_takes_its_cycles_plus_the_documented_latencies() {
-    let mut c = || 12_345;
-    let g = Graph {
-        tasks: vec![task(7, TaskShape::Aiv, 1, &mut c)],
-        edges: vec![],
-    };
+    let mut g = Graph::default();
+    task(&mut g, 7, TaskShape::Aiv, 1, &mut || 12_345);
     let params = ChipParams::default();
     let p = predict(&g, shape(8, 3), &params);
     let d = &p.dispatches[0];
