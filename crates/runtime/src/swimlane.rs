@@ -354,6 +354,7 @@ fn arg_table(logs: Vec<arg_log::ArgLog>) -> (ArgTable, arg_log::TaskArgs) {
         .buffers
         .reserve_exact(logs.iter().map(|l| l.buffers()).sum());
     let mut ranges = arg_log::TaskArgs::default();
+    ranges.reserve(logs.iter().map(|l| l.tasks()).sum());
     for log in logs {
         log.append_to(&mut table, &mut ranges);
     }

@@ -58,6 +58,7 @@ impl<'a> ArgIds<'a> {
     fn of(log: &'a SwimlaneLog) -> ArgIds<'a> {
         let table = &log.args;
         let mut by_key: FxHashMap<(u64, u64), u32> = FxHashMap::default();
+        by_key.reserve(table.buffers_len());
         // A logged buffer is one (address, creator): its id is looked up
         // once, not per argument (CaseLarge: 82 558 buffers, 278 528
         // arguments).

@@ -48,6 +48,7 @@ pub fn pipe_cost(params: TimingParams) -> CostFn {
 /// stopped before they finished: they count as 0 cycles).
 pub fn graph_of(log: &SwimlaneLog) -> (Graph, u64) {
     let mut index: HashMap<u64, usize> = HashMap::default();
+    index.reserve(log.tasks.len());
     for (i, t) in log.tasks.iter().enumerate() {
         index.insert(t.task_id.0, i);
     }

@@ -67,6 +67,8 @@ fn list<T>(
     Ok(())
 }
 
+// Inlined: the key is then a constant, copied without a call.
+#[inline(always)]
 fn dec(b: &mut JsonBuf, key: &[u8], v: Dec64) {
     b.raw(key);
     b.raw(b"\"");
@@ -74,6 +76,8 @@ fn dec(b: &mut JsonBuf, key: &[u8], v: Dec64) {
     b.raw(b"\"");
 }
 
+// Inlined: the key is then a constant, copied without a call.
+#[inline(always)]
 fn dims(b: &mut JsonBuf, key: &[u8], d: &[u32]) {
     b.raw(key);
     b.raw(b"[");

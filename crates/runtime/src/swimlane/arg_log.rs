@@ -132,6 +132,11 @@ impl ArgLog {
         self.args.len()
     }
 
+    /// Tasks logged.
+    pub fn tasks(&self) -> usize {
+        self.tasks.len()
+    }
+
     /// Buffers logged.
     pub fn buffers(&self) -> usize {
         self.buffers.len()

@@ -181,6 +181,11 @@ impl ArgTable {
         self.args.len()
     }
 
+    /// Buffers in the table (a buffer may be listed more than once).
+    pub fn buffers_len(&self) -> usize {
+        self.buffers.len()
+    }
+
     /// Whether it holds no argument.
     pub fn is_empty(&self) -> bool {
         self.args.is_empty()

@@ -33,13 +33,16 @@ fn raw_waw(role: ArgRole) -> u32 {
 }
 
 impl EdgeFinder {
-    pub fn new() -> EdgeFinder {
+    /// For a sequence of `tasks` submits.
+    pub fn new(tasks: usize) -> EdgeFinder {
+        let mut seen = rustc_hash::FxHashSet::default();
+        seen.reserve(tasks);
         EdgeFinder {
             edges: Vec::new(),
             map: TensorMap::new(),
             scratch: Vec::new(),
             found: Vec::new(),
-            seen: Default::default(),
+            seen,
         }
     }
 

@@ -129,7 +129,7 @@ impl OrchRecorder {
         table: &ArgTable,
         args: &TaskArgs,
     ) -> (Vec<TaskRecord>, Vec<EdgeRecord>, Vec<SubmitRecord>) {
-        let mut edges = EdgeFinder::new();
+        let mut edges = EdgeFinder::new(self.heads.len());
         let mut after = self.after.into_iter();
         let mut forgets = self.forgets.into_iter().peekable();
         let mut tasks = Vec::with_capacity(self.heads.len());

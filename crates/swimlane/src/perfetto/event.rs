@@ -12,7 +12,7 @@
 use std::io::{self, Write};
 
 use serde_json::ser::{CompactFormatter, Formatter};
-use simpler_format::stream::str_val;
+use simpler_format::stream::{str_val, u64_val};
 
 /// An event's `args` object.
 #[derive(Debug, Clone, Copy)]
@@ -149,7 +149,7 @@ impl<W: Write> Events<W> {
     #[inline(always)]
     fn key_u64(&mut self, k: &str, v: u64) {
         self.key(k);
-        self.buf.extend_from_slice(self.num.format(v).as_bytes());
+        u64_val(&mut self.buf, v, &mut self.num);
     }
 
     // Inlined: the key is then a constant, copied without a call.
@@ -164,7 +164,7 @@ impl<W: Write> Events<W> {
     fn key_id(&mut self, k: &str, v: u64) {
         self.key(k);
         self.buf.push(b'"');
-        self.buf.extend_from_slice(self.num.format(v).as_bytes());
+        u64_val(&mut self.buf, v, &mut self.num);
         self.buf.push(b'"');
     }
 
@@ -181,7 +181,7 @@ impl<W: Write> Events<W> {
             Args::Sort(i) => {
                 open(&mut self.buf);
                 self.buf.extend_from_slice(b"\"sort_index\":");
-                self.buf.extend_from_slice(self.num.format(i).as_bytes());
+                u64_val(&mut self.buf, u64::from(i), &mut self.num);
                 self.buf.push(b'}');
             }
             Args::Dispatch {
@@ -192,8 +192,7 @@ impl<W: Write> Events<W> {
             } => {
                 open(&mut self.buf);
                 self.buf.extend_from_slice(b"\"taskId\":\"");
-                self.buf
-                    .extend_from_slice(self.num.format(task_id).as_bytes());
+                u64_val(&mut self.buf, task_id, &mut self.num);
                 self.buf.push(b'"');
                 self.key_u64("core_id", u64::from(core_id));
                 self.key_u64("reg_task_id", reg_task_id);
@@ -210,8 +209,7 @@ impl<W: Write> Events<W> {
             } => {
                 open(&mut self.buf);
                 self.buf.extend_from_slice(b"\"loop_iter\":");
-                self.buf
-                    .extend_from_slice(self.num.format(loop_iter).as_bytes());
+                u64_val(&mut self.buf, loop_iter, &mut self.num);
                 self.key_u64("tasks_processed", tasks_processed);
                 for (k, v) in [("pop_hit", pop_hit), ("pop_miss", pop_miss)] {
                     if let Some(v) = v {
@@ -226,8 +224,7 @@ impl<W: Write> Events<W> {
             } => {
                 open(&mut self.buf);
                 self.buf.extend_from_slice(b"\"submit_idx\":");
-                self.buf
-                    .extend_from_slice(self.num.format(submit_idx).as_bytes());
+                u64_val(&mut self.buf, submit_idx, &mut self.num);
                 self.key_id("taskId", task_id);
                 self.buf.push(b'}');
             }
