@@ -128,3 +128,51 @@ fn deps_json_is_serde_json_of_the_plain_graph() {
     assert!(addrs.len() < tensors, "no address was reused");
     assert_deps_json_is_plain(&log, "3000 scopes");
 }
+
+/// With the observed and the predicted timeline, `predicted/deps.json`
+/// and the name map are the top-level files, hard-linked (same inode,
+/// same bytes, both parse); where a link cannot be made the file is
+/// written whole instead (here: the link's name is taken).
+#[test]
+fn predicted_deps_and_name_map_are_the_observed_ones_linked_or_copied() {
+    use simpler_format::swimlane::{Deps, NameMap, DEPS_FILE, PREDICTED_DIR};
+    use simpler_swimlane::{predict, Outputs, PlainSink, Sink};
+    use std::os::unix::fs::MetadataExt;
+
+    let log = run(4, true).2.unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let shape = predict::ChipShape {
+        clusters: 2,
+        sched_threads: 1,
+        clock_hz: 1_850_000_000,
+    };
+    let out = Outputs {
+        observed: true,
+        predict: Some((shape, predict::ChipParams::default())),
+    };
+    simpler_swimlane::write_run(tmp.path(), &log, "w", "c", out, &PlainSink).unwrap();
+    let map = simpler_format::swimlane::name_map_file("w", "c");
+    for name in [DEPS_FILE, map.as_str()] {
+        let (top, pred) = (
+            tmp.path().join(name),
+            tmp.path().join(PREDICTED_DIR).join(name),
+        );
+        let (a, b) = (std::fs::read(&top).unwrap(), std::fs::read(&pred).unwrap());
+        assert!(a == b && !a.is_empty(), "{name}: the two files differ");
+        let ino = |p: &std::path::Path| std::fs::metadata(p).unwrap().ino();
+        assert_eq!(ino(&top), ino(&pred), "{name}: not a hard link");
+    }
+    let deps = tmp.path().join(PREDICTED_DIR).join(DEPS_FILE);
+    let parsed: Deps = serde_json::from_slice(&std::fs::read(&deps).unwrap()).unwrap();
+    assert_eq!(parsed.tasks.len(), log.tasks.len());
+    let names = tmp.path().join(PREDICTED_DIR).join(&map);
+    let _: NameMap = serde_json::from_slice(&std::fs::read(&names).unwrap()).unwrap();
+
+    // The fallback: a name already taken cannot be linked to.
+    let copy = tmp.path().join("copy.json");
+    std::fs::write(&copy, b"stale").unwrap();
+    PlainSink.link(&tmp.path().join(DEPS_FILE), &copy).unwrap();
+    assert_eq!(std::fs::read(&copy).unwrap(), std::fs::read(&deps).unwrap());
+    let ino = |p: &std::path::Path| std::fs::metadata(p).unwrap().ino();
+    assert_ne!(ino(&copy), ino(&deps), "written, not linked");
+}
