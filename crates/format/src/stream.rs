@@ -74,8 +74,8 @@ impl JsonBuf {
 
 /// Append `v` in decimal. Numbers under 10 000 (most of a `deps.json`:
 /// slots, dims, strides, flags) are written as a few bytes of known
-/// length; through `itoa` and a copy of its digits, formatting took a
-/// third of `deps.json`'s instructions (callgrind, CaseLarge).
+/// length, not through `itoa` and a call to copy its digits: CaseLarge's
+/// `deps.json` writer went from 493 M to 460 M instructions (callgrind).
 #[inline]
 pub fn u64_val(b: &mut Vec<u8>, v: u64, num: &mut itoa::Buffer) {
     let d = |x: u64| b'0' + (x % 10) as u8;
