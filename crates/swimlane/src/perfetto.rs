@@ -181,9 +181,12 @@ fn aicpu_tracks(t: &Timeline) -> Vec<Track<'_>> {
 /// Write failures.
 pub fn write_perfetto(t: &Timeline, w: &mut dyn Write) -> io::Result<()> {
     // Written through the buffer's own type, not `dyn Write`: a write
-    // through a vtable per event cost more than the formatting. As large
-    // as the durable writer's, so its pieces pass through that uncopied.
-    let mut b = io::BufWriter::with_capacity(simpler_format::durable::BUFFER_BYTES, w);
+    // through a vtable per event cost more than the formatting. It writes
+    // out when the next event does not fit: with room for an event more
+    // than the durable writer's buffer, its pieces are at least that long
+    // and pass through it uncopied (42 MB copied, 41 M instructions).
+    let room = simpler_format::durable::BUFFER_BYTES + (64 << 10);
+    let mut b = io::BufWriter::with_capacity(room, w);
     write_events(t, &mut b)?;
     b.flush()
 }
