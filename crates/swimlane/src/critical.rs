@@ -102,6 +102,7 @@ pub fn critical_path<S: BuildHasher>(
 /// Task spans of a timeline's dispatches.
 pub fn task_spans(t: &crate::Timeline) -> FxHashMap<u64, Span> {
     let mut m: FxHashMap<u64, Span> = FxHashMap::default();
+    m.reserve(t.tasks.len());
     for d in &t.dispatches {
         m.entry(d.task)
             .and_modify(|s| {

@@ -98,6 +98,17 @@ fn core_tracks(t: &Timeline) -> Vec<Track<'_>> {
             slices: Vec::new(),
         })
         .collect();
+    // Each track's slices reserved whole: grown by doubling, they were
+    // copied into memory not touched before.
+    let mut n = vec![0usize; tracks.len()];
+    for d in &t.dispatches {
+        if let Some(k) = n.get_mut(d.core as usize) {
+            *k += 1;
+        }
+    }
+    for (track, n) in tracks.iter_mut().zip(n) {
+        track.slices.reserve_exact(n);
+    }
     for (i, d) in t.dispatches.iter().enumerate() {
         let Some(track) = tracks.get_mut(d.core as usize) else {
             continue;

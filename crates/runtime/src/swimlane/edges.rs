@@ -38,7 +38,9 @@ impl EdgeFinder {
         let mut seen = rustc_hash::FxHashSet::default();
         seen.reserve(tasks);
         EdgeFinder {
-            edges: Vec::new(),
+            // A guess, as the edges are not known yet: the bundled
+            // workloads have 1–1.3 edges a task (more costs a copy).
+            edges: Vec::with_capacity(tasks + tasks / 2),
             map: TensorMap::new(),
             scratch: Vec::new(),
             found: Vec::new(),
