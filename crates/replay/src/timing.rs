@@ -83,6 +83,10 @@
 //!
 //! [`ArchProfile::clock_mhz`]: simpler_chip::ArchProfile::clock_mhz
 
+mod cost;
+
+pub use cost::{core_cost, CostScratch};
+
 use std::fmt::Write as _;
 
 use simpler_chip::{ArchProfile, BufKind};
@@ -565,25 +569,6 @@ pub fn simulate_core(params: &TimingParams, records: &[InstrRecord]) -> CoreTimi
     }
 }
 
-/// What [`core_cost`] keeps between calls: the hazard maps, whose memory
-/// the next call reuses.
-#[derive(Debug, Default)]
-pub struct CostScratch(Hazards);
-
-/// [`simulate_core`]'s busy cycles per pipe and total, without the spans:
-/// what `--predict` needs of each of a run's dispatches. `scratch` is
-/// emptied first, so only its memory carries over.
-pub fn core_cost(
-    params: &TimingParams,
-    records: &[InstrRecord],
-    scratch: &mut CostScratch,
-) -> (PipeCycles, u64) {
-    for m in &mut scratch.0.bufs {
-        m.segs.clear();
-    }
-    schedule(params, records, &mut scratch.0, |_| {})
-}
-
 /// The model: each instruction's span, in record order, to `on_span`;
 /// returns busy cycles per pipe and the total.
 fn schedule(
@@ -972,6 +957,55 @@ mod tests {
             let cost = core_cost(&params, &records, &mut scratch);
             assert_eq!(cost, (fast.busy, fast.total_cycles));
         }
+    }
+
+    /// Streams timed again (the memo), again with other GM spans and
+    /// source lines (what the model does not read: the same cost), and
+    /// with other parameters (timed anew): always `simulate_core`'s cost.
+    #[test]
+    fn a_stream_timed_again_costs_what_the_model_says() {
+        let a2 = TimingParams::a2a3();
+        let mut slower = a2.clone();
+        for p in &mut slower.table {
+            p.latency_cycles += 7;
+        }
+        let mut g = Rng(0x1234_5678_9abc_def1);
+        let mut scratch = CostScratch::default();
+        let streams: Vec<Vec<InstrRecord>> = (0..6)
+            .map(|_| {
+                (0..40)
+                    .map(|_| match g.below(3) {
+                        0 => rec("TLOAD", Pipe::Mte2, &[], Some(g.range()), 1 + g.below(4096)),
+                        1 => rec("TEXP", Pipe::Vector, &[g.range()], Some(g.range()), 64),
+                        _ => rec("TSTORE", Pipe::Mte3, &[g.range()], None, 1 + g.below(4096)),
+                    })
+                    .collect()
+            })
+            .collect();
+        for round in 0..3 {
+            for (i, s) in streams.iter().enumerate() {
+                let mut moved = s.clone();
+                for r in &mut moved {
+                    r.gm = Some((g.below(1 << 40), g.below(1 << 20)));
+                    r.loc = Location::caller();
+                }
+                let params = if (round + i) % 2 == 0 { &a2 } else { &slower };
+                let want = simulate_core(params, s);
+                for stream in [s, &moved] {
+                    let got = core_cost(params, stream, &mut scratch);
+                    assert_eq!(
+                        got,
+                        (want.busy, want.total_cycles),
+                        "round {round}, stream {i}"
+                    );
+                }
+            }
+        }
+        assert_ne!(
+            simulate_core(&a2, &streams[0]).total_cycles,
+            simulate_core(&slower, &streams[0]).total_cycles,
+            "the two parameter sets must time a stream differently"
+        );
     }
 
     #[test]
