@@ -11,6 +11,7 @@ use std::io::{self, Write};
 use std::sync::Arc;
 
 use simpler_core::topology::Subtask;
+use simpler_format::stream::u64_val;
 use simpler_format::swimlane::{
     phase, pmu_header, AicoreRow, AicpuRow, Metadata, NameMap, OrchPhase, Records, RecordsHead,
     SchedPhase, PMU_EVENT_SET, SWIMLANE_SCHEMA_VERSION,
@@ -358,7 +359,7 @@ fn pmu_row(out: &mut Vec<u8>, d: &Placed, task_id: u64, vector: bool, cost: &Dis
         if i > 0 {
             out.push(b',');
         }
-        out.extend_from_slice(n.format(v).as_bytes());
+        u64_val(out, v, &mut n);
     }
     out.push(b',');
     out.extend_from_slice(simpler_format::hex::format_into(task_id, &mut hex).as_bytes());
@@ -369,7 +370,7 @@ fn pmu_row(out: &mut Vec<u8>, d: &Placed, task_id: u64, vector: bool, cost: &Dis
         .chain([u64::from(PMU_EVENT_SET)])
     {
         out.push(b',');
-        out.extend_from_slice(n.format(v).as_bytes());
+        u64_val(out, v, &mut n);
     }
     out.push(b'\n');
 }

@@ -19,10 +19,12 @@ use super::{schedule, Hazards, PipeCycles, TimingParams};
 /// Streams kept at most (a run has a few per kernel and shape).
 const MEMO_MAX: usize = 4096;
 
-/// Of a record, what the model reads.
+/// Of a record, what the model reads. The mnemonic is kept as where its
+/// text is (two copies of one text are two keys: a stream timed twice,
+/// never a wrong cost), not hashed and compared byte by byte.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct Timed {
-    mnemonic: &'static str,
+    mnemonic: (usize, usize),
     pipe: Pipe,
     reads: [Option<BufRange>; 3],
     write: Option<BufRange>,
@@ -32,7 +34,7 @@ struct Timed {
 impl Timed {
     fn of(r: &InstrRecord) -> Timed {
         Timed {
-            mnemonic: r.mnemonic,
+            mnemonic: (r.mnemonic.as_ptr() as usize, r.mnemonic.len()),
             pipe: r.pipe,
             reads: r.reads,
             write: r.write,
