@@ -4,6 +4,8 @@
 //! serde_json escapes them). The writers that use them are tested byte
 //! for byte against serde_json.
 
+use std::io::{self, Write};
+
 /// A byte buffer that JSON is formatted into by hand. Its methods are
 /// `#[inline]`: called across crates per field, they showed as functions
 /// of their own in profiles.
@@ -106,6 +108,31 @@ pub fn str_val(b: &mut Vec<u8>, s: &str) {
         // Writing into a Vec cannot fail.
         let _ = serde_json::to_writer(&mut *b, s);
     }
+}
+
+/// Write `items` comma-separated, each formatted by `one` into `b`, and
+/// `b` emptied into `w` whenever it is full (so a 60 MB list is never
+/// held whole).
+///
+/// # Errors
+/// Write failures.
+pub fn list<T>(
+    w: &mut impl Write,
+    b: &mut JsonBuf,
+    items: impl IntoIterator<Item = T>,
+    mut one: impl FnMut(&mut JsonBuf, T),
+) -> io::Result<()> {
+    for (i, item) in items.into_iter().enumerate() {
+        if i > 0 {
+            b.raw(b",");
+        }
+        one(b, item);
+        if b.full() {
+            w.write_all(b.bytes())?;
+            b.clear();
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

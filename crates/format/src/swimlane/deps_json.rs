@@ -12,7 +12,7 @@
 use std::io::{self, Write};
 
 use super::{Dec64, DepArg, DepEdge, DepTask, DepTensor};
-use crate::stream::{str_val, JsonBuf};
+use crate::stream::{list, str_val, JsonBuf};
 
 /// Write `deps.json` (without a final newline) from its three lists, in
 /// the layout `serde_json::to_writer(&Deps { .. })` gives.
@@ -45,26 +45,6 @@ where
     list(w, &mut b, edges, edge)?;
     b.raw(b"]}");
     w.write_all(b.bytes())
-}
-
-/// The items comma-separated, the buffer emptied into `w` now and then.
-fn list<T>(
-    w: &mut impl Write,
-    b: &mut JsonBuf,
-    items: impl IntoIterator<Item = T>,
-    one: fn(&mut JsonBuf, T),
-) -> io::Result<()> {
-    for (i, item) in items.into_iter().enumerate() {
-        if i > 0 {
-            b.raw(b",");
-        }
-        one(b, item);
-        if b.full() {
-            w.write_all(b.bytes())?;
-            b.clear();
-        }
-    }
-    Ok(())
 }
 
 // Inlined: the key is then a constant, copied without a call.

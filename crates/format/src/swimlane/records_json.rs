@@ -14,7 +14,7 @@ use std::borrow::Borrow;
 use std::io::{self, Write};
 
 use super::{AicoreRow, AicpuRow, Metadata, OrchPhase, SchedPhase};
-use crate::stream::{str_val, JsonBuf};
+use crate::stream::{list, str_val, JsonBuf};
 
 /// What comes before the rows: `schema_version`, the level, `metadata`.
 #[derive(Debug, Clone, Copy)]
@@ -75,26 +75,6 @@ where
     }
     b.raw(b"]}");
     w.write_all(b.bytes())
-}
-
-/// The items comma-separated, the buffer emptied into `w` now and then.
-fn list<T>(
-    w: &mut impl Write,
-    b: &mut JsonBuf,
-    items: impl IntoIterator<Item = T>,
-    mut one: impl FnMut(&mut JsonBuf, T),
-) -> io::Result<()> {
-    for (i, item) in items.into_iter().enumerate() {
-        if i > 0 {
-            b.raw(b",");
-        }
-        one(b, item);
-        if b.full() {
-            w.write_all(b.bytes())?;
-            b.clear();
-        }
-    }
-    Ok(())
 }
 
 // Inlined: the key is then a constant, copied without a call.
