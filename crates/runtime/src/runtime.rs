@@ -337,14 +337,19 @@ impl Runtime {
         orch: crate::swimlane::OrchRecorder,
         chip: &Chip,
     ) -> crate::swimlane::Recorded {
+        let level = self.cfg.swimlane.as_ref().map_or(0, |s| s.level);
         crate::swimlane::Recorded {
-            level: self.cfg.swimlane.as_ref().map_or(0, |s| s.level),
+            level,
             clusters: self.cfg.clusters,
             sched_threads: chip.sched_threads(),
             scale: chip.scale(),
             orch,
             workers: chip.take_recorded(),
-            unpopped: chip.take_unpopped(),
+            // Only scheduler phases (level ≥ 3) carry queue lengths.
+            unpopped: match level {
+                0..=2 => Vec::new(),
+                _ => chip.take_unpopped(),
+            },
             func_names: self.registry.iter().map(|k| (k.func_id, k.name)).collect(),
         }
     }

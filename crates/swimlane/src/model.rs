@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap as HashMap;
 
-use simpler_format::swimlane::{source, Deps, NameMap, OrchPhase, Records, SchedPhase};
+use simpler_format::swimlane::{source, AicoreRow, Deps, NameMap, OrchPhase, Records, SchedPhase};
 
 /// One dispatch. Times are raw cycles of the file's clock.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,6 +34,28 @@ pub struct Dispatch {
 }
 
 impl Dispatch {
+    /// The dispatch of aicore row `r`, with the scheduler's `dispatch` and
+    /// `finish` times when known and the func it ran: how a row becomes a
+    /// dispatch, for a recorded timeline and a predicted one alike.
+    pub(crate) fn of_row(
+        r: &AicoreRow,
+        dispatch: Option<u64>,
+        finish: Option<u64>,
+        func: Option<u32>,
+    ) -> Dispatch {
+        Dispatch {
+            core: r.core_id,
+            task: r.task_id,
+            reg: r.reg_task_id,
+            receive: r.start.saturating_sub(r.receive_to_start),
+            start: r.start,
+            end: r.end,
+            dispatch,
+            finish,
+            func,
+        }
+    }
+
     /// Kernel execution, cycles.
     pub fn exec(&self) -> u64 {
         self.end.saturating_sub(self.start)
@@ -178,17 +200,12 @@ impl Timeline {
             let func = kernels
                 .get(&r.task_id)
                 .and_then(|k| resolve_func(r.core_id, &self.core_types, k));
-            self.dispatches.push(Dispatch {
-                core: r.core_id,
-                task: r.task_id,
-                reg: r.reg_task_id,
-                receive: r.start.saturating_sub(r.receive_to_start),
-                start: r.start,
-                end: r.end,
-                dispatch: joined.map(|j| j.0).filter(|&c| c != 0),
-                finish: joined.map(|j| j.1).filter(|&c| c != 0),
+            self.dispatches.push(Dispatch::of_row(
+                r,
+                joined.map(|j| j.0).filter(|&c| c != 0),
+                joined.map(|j| j.1).filter(|&c| c != 0),
                 func,
-            });
+            ));
         }
         if unmatched > 0 {
             self.warnings.push(format!(

@@ -256,17 +256,9 @@ pub fn timeline_of(
             let r = aicore_row(g, d);
             // `g` and the timeline's tasks are the log's, in its order.
             let kernels = t.tasks.get(d.task).filter(|x| x.id == r.task_id);
-            Dispatch {
-                core: r.core_id,
-                task: r.task_id,
-                reg: r.reg_task_id,
-                receive: r.start.saturating_sub(r.receive_to_start),
-                start: r.start,
-                end: r.end,
-                dispatch: Some(FILE_ORIGIN + d.dispatch),
-                finish: Some(FILE_ORIGIN + d.finish),
-                func: kernels.and_then(|k| resolve_func(r.core_id, &t.core_types, &k.kernel_ids)),
-            }
+            let func = kernels.and_then(|k| resolve_func(r.core_id, &t.core_types, &k.kernel_ids));
+            let (dispatch, finish) = (FILE_ORIGIN + d.dispatch, FILE_ORIGIN + d.finish);
+            Dispatch::of_row(&r, Some(dispatch), Some(finish), func)
         })
         .collect();
     t.warn_unknown_funcs();
