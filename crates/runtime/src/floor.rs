@@ -85,7 +85,7 @@ pub fn floor_pipeline(tasks: u64, workers: usize, window: u64) -> Result<Duratio
     let parker = Parker::new();
     let p = Arc::new(Pipe {
         ready: SegQueue::new(),
-        idle: Idle::default(),
+        idle: Idle::new(workers.max(1), crate::config::default_workers() as usize),
         done: AtomicU64::new(0),
         sum: AtomicU64::new(0),
         stop: AtomicBool::new(false),
@@ -109,8 +109,13 @@ pub fn floor_pipeline(tasks: u64, workers: usize, window: u64) -> Result<Duratio
         while p.done.load(Ordering::Acquire) < n {
             p.orch_waiting.store(true, Ordering::SeqCst);
             if p.done.load(Ordering::SeqCst) < n {
+                p.idle.producer_parked(true);
+                if !p.ready.is_empty() {
+                    p.idle.notify_one(true);
+                }
                 // The timeout only bounds a missed wake-up.
                 parker.park_timeout(Duration::from_millis(20));
+                p.idle.producer_parked(false);
             }
             p.orch_waiting.store(false, Ordering::SeqCst);
         }
@@ -125,7 +130,7 @@ pub fn floor_pipeline(tasks: u64, workers: usize, window: u64) -> Result<Duratio
             done: AtomicBool::new(false),
         });
         p.ready.push(item);
-        p.idle.notify_one();
+        p.idle.notify_one(true);
     }
     wait_for(tasks);
     let wall = start.elapsed();

@@ -226,8 +226,15 @@ impl<'r> Orchestrator<'r> {
             }
             self.shared.orch_waiting.store(true, Ordering::SeqCst);
             if !done() {
+                // Our CPU is free while we wait: a sleeping worker may
+                // take queued work on it.
+                self.shared.idle.producer_parked(true);
+                if self.shared.has_work() {
+                    self.shared.idle.notify_one(true);
+                }
                 // The timeout only bounds a missed wake-up; completions unpark us.
                 self.parker.park_timeout(Duration::from_millis(20));
+                self.shared.idle.producer_parked(false);
             }
             self.shared.orch_waiting.store(false, Ordering::SeqCst);
         }
@@ -399,7 +406,7 @@ impl<'r> Orchestrator<'r> {
             r.submitted(&task, &args.after, depth, t0);
         }
         if task.release_fanin() {
-            self.shared.push_ready(task);
+            self.shared.push_ready(task, true);
         }
         Ok(Submitted {
             task_id: id,

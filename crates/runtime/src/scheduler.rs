@@ -170,7 +170,7 @@ impl Shared {
         Shared {
             gm: gm.clone(),
             ready: crate::ready::ReadyQueues::default(),
-            idle: Idle::default(),
+            idle: Idle::new(n_workers, crate::config::default_workers() as usize),
             logical: Cores::new(
                 core_states(&gm, spec.arch, spec.clusters, payload.base()),
                 spec.clusters,
@@ -258,12 +258,14 @@ impl Shared {
     /// Queue a task whose dependencies are done. Only block 0 is queued;
     /// taking block `b` queues block `b + 1`, so whoever takes block 0
     /// sees the task before any of its blocks runs (the before-dispatch
-    /// dump relies on that).
-    pub fn push_ready(&self, task: Arc<Task>) {
-        self.push_block(task, 0);
+    /// dump relies on that). `by_producer`: the orchestrator queues it
+    /// (while it runs, it wakes fewer workers; see `crate::idle`).
+    pub fn push_ready(&self, task: Arc<Task>, by_producer: bool) {
+        self.push_block(task, 0, by_producer);
     }
 
-    pub fn push_block(&self, task: Arc<Task>, block: u32) {
+    /// Queue block `block` of `task` (see [`Shared::push_ready`]).
+    pub fn push_block(&self, task: Arc<Task>, block: u32, by_producer: bool) {
         let si = shape_index(task.shape());
         // Stamped before the push: a length worked out at any time never
         // counts its pop without its push.
@@ -279,7 +281,7 @@ impl Shared {
                 pushed,
             },
         );
-        self.idle.notify_one();
+        self.idle.notify_one(by_producer);
     }
 
     /// True when a ready block could be placed on an idle core now.
@@ -331,7 +333,7 @@ fn finalize(shared: &Shared, task: &Arc<Task>, producer: Option<&mut simpler_dum
     let dependents = task.mark_complete();
     for d in dependents {
         if d.release_fanin() {
-            shared.push_ready(d);
+            shared.push_ready(d, false);
         }
     }
     for b in &task.buffers {

@@ -21,21 +21,10 @@ use crate::{
     RuntimeError,
 };
 
-/// Before sleeping, look for work a little longer (a few µs): a worker
-/// that sleeps just before the orchestrator's next submit costs a wake-up
-/// (a system call and a context switch, several µs) for one task. True
-/// when work turned up.
-fn spin_for_work(shared: &Shared) -> bool {
-    for _ in 0..SPIN {
-        if shared.has_work() || shared.forced() {
-            return true;
-        }
-        std::hint::spin_loop();
-    }
-    false
-}
-
-/// Rounds of [`spin_for_work`].
+/// Rounds a worker that found nothing looks for work before it sleeps (a
+/// few µs): a worker that sleeps just before the orchestrator's next
+/// submit costs a wake-up (a system call and a context switch, several
+/// µs) for one task.
 const SPIN: u32 = 200;
 
 /// Ready work bound to the cores it runs on.
@@ -147,6 +136,11 @@ impl Worker {
                 return true;
             }
             if let Some(job) = self.next_job() {
+                // Work published while this worker spun woke nobody: if
+                // more is queued, another worker may take it.
+                if shared.has_work() {
+                    shared.idle.notify_one(true);
+                }
                 if !self.run_job(&shared, job) {
                     return false;
                 }
@@ -155,7 +149,10 @@ impl Worker {
             if shared.shutdown.load(Ordering::SeqCst) {
                 return true;
             }
-            if spin_for_work(&shared) {
+            if shared
+                .idle
+                .spin(SPIN, || shared.has_work() || shared.forced())
+            {
                 continue;
             }
             shared.idle.sleep(
@@ -325,7 +322,8 @@ impl Worker {
         self.before_first_block(item);
         item.task.mark_sent(item.block);
         if item.block + 1 < item.task.block_num {
-            self.shared.push_block(item.task.clone(), item.block + 1);
+            self.shared
+                .push_block(item.task.clone(), item.block + 1, false);
         }
     }
 
