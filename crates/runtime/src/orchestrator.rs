@@ -102,6 +102,10 @@ pub struct Orchestrator<'r> {
     /// tensor's region.
     scratch_deps: Vec<Arc<Task>>,
     scratch_regions: Vec<Option<Region>>,
+    /// Per tensor argument position (mod 8), the GM allocation the last
+    /// such argument lay in: argument `i` of a run's tasks is mostly a view
+    /// of the same few buffers.
+    last_alloc: [simpler_chip::LastAlloc; 8],
     /// Emptied buffer lists of closed scopes, reused by new scopes.
     spare_scopes: Vec<Vec<Arc<Buffer>>>,
     /// Time spent parked in [`Orchestrator::wait_until`].
@@ -141,6 +145,7 @@ impl<'r> Orchestrator<'r> {
             waited: Duration::ZERO,
             scratch_deps: Vec::new(),
             scratch_regions: Vec::new(),
+            last_alloc: Default::default(),
             spare_scopes: Vec::new(),
             rec,
         }
@@ -438,9 +443,12 @@ impl<'r> Orchestrator<'r> {
                     // The span from the view's own shape and strides; the
                     // derived fields kernels and the TensorMap read are
                     // recomputed, whatever the caller left in them.
-                    let span = self.shared.gm.check_view(&desc, true).map_err(|e| {
-                        RuntimeError::InvalidSubmit(format!("tensor argument {i}: {e}"))
-                    })?;
+                    let gm = &self.shared.gm;
+                    let span = gm
+                        .check_view_near(&desc, true, &mut self.last_alloc[i % 8])
+                        .map_err(|e| {
+                            RuntimeError::InvalidSubmit(format!("tensor argument {i}: {e}"))
+                        })?;
                     desc.set_span(span);
                     if *role == ArgRole::NoDep {
                         desc.manual_dep = true;
