@@ -50,6 +50,19 @@ struct Ring {
     slots: Vec<Option<Arc<Task>>>,
 }
 
+/// `task` in `prev`'s allocation when nothing else holds `prev`, else in a
+/// new one: a submit then allocates and frees no task (measured, stop 22:
+/// ~200 instructions per flood task).
+fn recycle(prev: Option<Arc<Task>>, task: Task) -> Arc<Task> {
+    if let Some(mut p) = prev {
+        if let Some(slot) = Arc::get_mut(&mut p) {
+            *slot = task;
+            return p;
+        }
+    }
+    Arc::new(task)
+}
+
 /// The limits of one task's arguments (DESIGN §4).
 fn check_limits(args: &TaskArgs) -> Result<(), RuntimeError> {
     if args.tensors.len() > MAX_TENSORS {
@@ -380,20 +393,31 @@ impl<'r> Orchestrator<'r> {
             }
         }
 
-        let (tensors, buffers, outputs) = self.take_tensors(id, &args)?;
-        let task = Arc::new(Task::new(
-            id,
-            kernels,
-            members,
-            args.block_num,
-            tensors,
-            // By value: the collect reuses the argument list's allocation.
-            std::mem::take(&mut args.scalars)
-                .into_iter()
-                .map(|(scalar, marked)| TaskScalar { scalar, marked })
-                .collect(),
-            buffers,
-        ));
+        // The slot's previous task is complete: when nothing else holds it
+        // any more, the new task reuses its allocation and its tensor list.
+        let mut prev = self.rings[ring].slots[slot].take();
+        let spare = prev
+            .as_mut()
+            .and_then(Arc::get_mut)
+            .map(|t| std::mem::take(&mut t.tensors));
+        let (tensors, buffers, outputs) =
+            self.take_tensors(id, &args, spare.unwrap_or_default())?;
+        let task = recycle(
+            prev,
+            Task::new(
+                id,
+                kernels,
+                members,
+                args.block_num,
+                tensors,
+                // By value: the collect reuses the argument list's allocation.
+                std::mem::take(&mut args.scalars)
+                    .into_iter()
+                    .map(|(scalar, marked)| TaskScalar { scalar, marked })
+                    .collect(),
+                buffers,
+            ),
+        );
         self.shared
             .race
             .on_submit(&task.race, || self.outstanding().map(|t| &**t).collect());
@@ -426,8 +450,10 @@ impl<'r> Orchestrator<'r> {
         &mut self,
         id: TaskId,
         args: &TaskArgs,
+        mut tensors: Vec<TaskTensor>,
     ) -> Result<(Vec<TaskTensor>, TaskBuffers, Vec<Tensor>), RuntimeError> {
-        let mut tensors = Vec::with_capacity(args.tensors.len());
+        tensors.clear();
+        tensors.reserve(args.tensors.len());
         let mut buffers = TaskBuffers::default();
         let mut outputs = Vec::new();
         for (i, (arg, dump)) in args.tensors.iter().enumerate() {

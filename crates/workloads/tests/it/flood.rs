@@ -57,3 +57,26 @@ fn kernel_loop_baseline_runs() {
         assert!(d.as_secs() < 10);
     }
 }
+
+/// A window of 4 tasks: every task slot is reused ~250 times, and a
+/// completed task nothing else holds gives its allocation to the next
+/// (`recycle` in the orchestrator). Every row must still be its own task's
+/// result, bit for bit: Y[i, j] == X[i, j] + i.
+#[test]
+fn a_tiny_task_window_reuses_slots_and_every_row_is_its_tasks() {
+    let rt = simpler_runtime::Runtime::new(
+        simpler_runtime::RuntimeConfig {
+            task_window: 4,
+            gm_bytes: 64 << 20,
+            ..Default::default()
+        },
+        flood::kernels(),
+    )
+    .expect("runtime");
+    let n = 1000;
+    let r = run_n(n, 3, &rt).expect("run");
+    let x = Inputs::generate(n, 3).x;
+    for (k, (&y, &x)) in r.y.iter().zip(&x).enumerate() {
+        assert_eq!(y, x + (k / 16) as f32, "row {}", k / 16);
+    }
+}
