@@ -187,6 +187,12 @@ impl<T> Index<T> {
         let lo = q.start.saturating_sub(self.max_extent.saturating_sub(1));
         let hi = q.end;
         if self.sorted {
+            // Appending in order (a loop over rows or tiles), a query past
+            // the last entry's start meets nothing: no search (measured,
+            // stop 22: ~90 instructions per lookup of a 4 096-entry deque).
+            if self.entries.back().is_none_or(|b| b.region.start < lo) {
+                return;
+            }
             let first = self.entries.partition_point(|e| e.region.start < lo);
             for (i, e) in self.entries.range(first..).enumerate() {
                 if e.region.start >= hi {
