@@ -214,6 +214,29 @@ impl Reserved {
     }
 }
 
+/// Aligned words of a reserved region, checked once when made
+/// ([`Gm::reserved_words`]); borrows the region, which therefore stays
+/// reserved while this lives.
+#[derive(Debug, Clone, Copy)]
+pub struct ReservedWords<'a> {
+    gm: &'a Gm,
+    /// Offset of word 0 in the mapping (a multiple of 8).
+    off: usize,
+    words: usize,
+}
+
+impl ReservedWords<'_> {
+    /// Store `w` (little-endian) as word `i`: one atomic 8-byte store.
+    ///
+    /// # Panics
+    /// If `i` is not below the number of words checked.
+    #[inline]
+    pub fn store(&self, i: usize, w: u64) {
+        assert!(i < self.words, "word {i} of {}", self.words);
+        self.gm.mem.store_word(self.off + 8 * i, w.to_le_bytes());
+    }
+}
+
 /// Bytes `[start, end)` that were one live allocation when the area was
 /// made ([`Gm::area`], [`Reserved::area`]): reads inside it
 /// ([`Gm::read_in`]) skip the allocator lock. Whoever makes an area keeps
@@ -604,6 +627,40 @@ impl Gm {
         }
         self.mem.store(self.offset(addr), src);
         Ok(())
+    }
+
+    /// Words `[addr, addr + 8·words)` of a reserved region, checked once
+    /// against that region only, to be stored one by one
+    /// ([`ReservedWords::store`]): a dispatch payload rewritten in place,
+    /// where a few words change per dispatch.
+    ///
+    /// # Errors
+    /// [`KernelError::GmOutOfBounds`] when the words leave the region or
+    /// `addr` is not a multiple of 8.
+    pub fn reserved_words<'a>(
+        &'a self,
+        region: &'a Reserved,
+        addr: u64,
+        words: usize,
+    ) -> KResult<ReservedWords<'a>> {
+        let len = (words as u64).checked_mul(8);
+        let fits = len.is_some_and(|len| region.area().contains(addr, len) && self.mapped(addr, len));
+        if !fits || !addr.is_multiple_of(8) {
+            return Err(KernelError::GmOutOfBounds {
+                addr,
+                len: len.unwrap_or(u64::MAX),
+                near: Some(GmAlloc {
+                    base: region.base,
+                    size: region.len,
+                    reserved: true,
+                }),
+            });
+        }
+        Ok(ReservedWords {
+            gm: self,
+            off: self.offset(addr),
+            words,
+        })
     }
 
     /// Copy bytes out of GM.

@@ -30,6 +30,6 @@ mod shared_mem;
 mod write_log;
 
 pub use arch::ArchProfile;
-pub use gm::{Gm, GmArea, GmError, LastAlloc, Reserved, GM_ALIGN};
+pub use gm::{Gm, GmArea, GmError, LastAlloc, Reserved, ReservedWords, GM_ALIGN};
 pub use local::{BufKind, LocalBuffers};
 pub use write_log::{WriteLog, WriteRun};

@@ -113,6 +113,20 @@ impl SharedBytes {
         self.words(off, 1)[0].load(Relaxed).to_ne_bytes()
     }
 
+    /// Store the 8 bytes at `off`, a multiple of 8 (argument slots): one
+    /// atomic store, like each whole word of [`SharedBytes::store`].
+    ///
+    /// # Panics
+    /// If `off` is unaligned or the word leaves the mapping.
+    #[inline]
+    pub fn store_word(&self, off: usize, w: [u8; WORD]) {
+        assert!(
+            off.is_multiple_of(WORD) && self.in_range(off, WORD),
+            "unaligned or outside the mapping"
+        );
+        self.words(off, 1)[0].store(u64::from_ne_bytes(w), Relaxed);
+    }
+
     /// Copy `dst.len()` bytes from offset `off` into `dst`.
     ///
     /// # Panics

@@ -149,41 +149,90 @@ where
     S::IntoIter: ExactSizeIterator,
 {
     let (descs, scalars) = (descs.into_iter(), scalars.into_iter());
+    check_counts(descs.len(), scalars.len())?;
+    out.clear();
+    out.resize(payload::DESCS as usize + descs.len() * crate::ChipTensor::BYTES, 0);
+    encode_payload_words(base, descs, scalars, local, global, |i, w| {
+        out[8 * i..8 * i + 8].copy_from_slice(&w.to_le_bytes());
+    })
+}
+
+/// Words (u64, little-endian) in one payload area.
+pub const PAYLOAD_WORDS: usize = (payload::BYTES / 8) as usize;
+
+/// The words of the payload [`encode_payload`] encodes, as `put(i, w)`:
+/// word `i` (bytes `8i..8i+8` of the area) holds `w` in little-endian.
+/// Only the words the dispatch defines are put — the used argument
+/// slots, slots 48/49, the two contexts and the `T` descriptors — each
+/// once; every other word of the prefix is zero in [`encode_payload`]'s
+/// output. For a caller that writes an area in place and skips words
+/// that already hold their value.
+///
+/// # Errors
+/// As [`encode_payload`], before any `put`.
+pub fn encode_payload_words<'a, D, S>(
+    base: u64,
+    descs: D,
+    scalars: S,
+    local: LocalContext,
+    global: GlobalContext,
+    mut put: impl FnMut(usize, u64),
+) -> Result<usize, PayloadError>
+where
+    D: IntoIterator<Item = &'a crate::ChipTensor>,
+    D::IntoIter: ExactSizeIterator,
+    S: IntoIterator<Item = u64>,
+    S::IntoIter: ExactSizeIterator,
+{
+    let (descs, scalars) = (descs.into_iter(), scalars.into_iter());
     let (nt, ns) = (descs.len(), scalars.len());
+    check_counts(nt, ns)?;
+    const DESC_WORDS: usize = crate::ChipTensor::BYTES / 8;
+    for (i, d) in descs.enumerate() {
+        let at = payload::DESCS as usize / 8 + i * DESC_WORDS;
+        let bytes = d.to_bytes();
+        for k in 0..DESC_WORDS {
+            let w = bytes[8 * k..].first_chunk::<8>().expect("in the descriptor");
+            put(at + k, u64::from_le_bytes(*w));
+        }
+        put(payload::ARGS as usize / 8 + i, base + 8 * at as u64);
+    }
+    for (j, bits) in scalars.enumerate() {
+        put(payload::ARGS as usize / 8 + nt + j, bits);
+    }
+    put(LOCAL_CONTEXT_SLOT, base + payload::LOCAL_CONTEXT);
+    put(GLOBAL_CONTEXT_SLOT, base + payload::GLOBAL_CONTEXT);
+    let (l, g) = (payload::LOCAL_CONTEXT as usize, payload::GLOBAL_CONTEXT as usize);
+    put(l / 8, u64::from_le_bytes(local.to_bytes()));
+    put(g / 8, u64::from_le_bytes(global.to_bytes()));
+    Ok(nt + ns)
+}
+
+/// Refuse more tensors or scalars than the argument array holds.
+fn check_counts(nt: usize, ns: usize) -> Result<(), PayloadError> {
     if nt > MAX_TENSORS {
         return Err(PayloadError::TooManyTensors(nt));
     }
     if ns > MAX_SCALARS {
         return Err(PayloadError::TooManyScalars(ns));
     }
-    let desc_bytes = crate::ChipTensor::BYTES;
-    out.clear();
-    out.resize(payload::DESCS as usize + nt * desc_bytes, 0);
-    let put_slot = |out: &mut Vec<u8>, i: usize, v: u64| {
-        let at = payload::ARGS as usize + 8 * i;
-        out[at..at + 8].copy_from_slice(&v.to_le_bytes());
-    };
-    for (i, d) in descs.enumerate() {
-        let at = payload::DESCS as usize + i * desc_bytes;
-        out[at..at + desc_bytes].copy_from_slice(&d.to_bytes());
-        put_slot(out, i, base + at as u64);
-    }
-    for (j, bits) in scalars.enumerate() {
-        put_slot(out, nt + j, bits);
-    }
-    put_slot(out, LOCAL_CONTEXT_SLOT, base + payload::LOCAL_CONTEXT);
-    put_slot(out, GLOBAL_CONTEXT_SLOT, base + payload::GLOBAL_CONTEXT);
-    let l = payload::LOCAL_CONTEXT as usize;
-    out[l..l + LocalContext::BYTES].copy_from_slice(&local.to_bytes());
-    let g = payload::GLOBAL_CONTEXT as usize;
-    out[g..g + GlobalContext::BYTES].copy_from_slice(&global.to_bytes());
-    Ok(nt + ns)
+    Ok(())
 }
 
 // The layout fits together: contexts before the descriptors, scalars end
 // where the context slots begin.
 const _: () = assert!(payload::GLOBAL_CONTEXT + 8 <= payload::DESCS);
 const _: () = assert!(MAX_TENSORS + MAX_SCALARS == LOCAL_CONTEXT_SLOT);
+// Every part starts on a word: the word encoder puts whole words.
+const _: () = assert!(
+    payload::LOCAL_CONTEXT % 8 == 0
+        && payload::GLOBAL_CONTEXT % 8 == 0
+        && payload::DESCS % 8 == 0
+        && payload::BYTES % 8 == 0
+        && LocalContext::BYTES == 8
+        && GlobalContext::BYTES == 8
+        && crate::ChipTensor::BYTES % 8 == 0
+);
 
 #[cfg(test)]
 mod tests {

@@ -27,8 +27,8 @@ pub(crate) struct CoreState {
     pub core: Core,
     /// GM address of its dispatch payload area.
     pub payload: u64,
-    /// Argument slots (from 0) its payload area may hold non-zero.
-    pub slots_used: usize,
+    /// What its payload area holds (see `crate::payload`).
+    pub image: crate::payload::AreaImage,
     /// Dispatches it ran so far (the timeline's per-core count).
     pub reg: u64,
 }

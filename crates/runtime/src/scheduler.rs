@@ -371,7 +371,7 @@ fn core_states(gm: &Arc<Gm>, arch: &ArchProfile, clusters: u32, base: u64) -> Ve
                 cluster: cl,
                 core: Core::new(id, sub.core_type(), arch, gm.clone()),
                 payload: base + payload::BYTES * u64::from(id),
-                slots_used: 0,
+                image: crate::payload::AreaImage::zeroed(),
                 reg: 0,
             });
         }

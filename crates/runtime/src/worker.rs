@@ -84,8 +84,6 @@ pub(crate) struct Worker {
     me: usize,
     /// The capability to write dispatch payloads.
     payload: Arc<Reserved>,
-    /// Reused payload staging buffer.
-    staging: Vec<u8>,
     /// Reused list of the cores a job holds.
     held: Vec<Held>,
     /// Timeline level (0: off).
@@ -103,7 +101,6 @@ impl Worker {
             dumping,
             shared,
             me,
-            staging: Vec::new(),
             held: Vec::with_capacity(3),
             level,
         }
@@ -417,22 +414,16 @@ impl Worker {
         Ok(())
     }
 
-    /// Encode the dispatch payload and write it into the core's area:
-    /// the parts that can differ from what the area holds (see
+    /// Write the dispatch payload into the core's area (see
     /// `crate::payload::write`).
     fn write_payload(
         &mut self,
         item: &ReadyItem,
         core: &mut CoreState,
     ) -> Result<(), RuntimeError> {
-        let (task, base) = (&item.task, core.payload);
-        let used = payload::stage(&mut self.staging, task, base, item.block, core.subtask)
-            .map_err(|e| {
-                RuntimeError::Orchestration(format!("cannot encode dispatch payload: {e}"))
-            })?;
-        let clear = std::mem::replace(&mut core.slots_used, used).max(used);
-        payload::write(&self.shared.gm, &self.payload, base, &self.staging, clear)
-            .map_err(|e| RuntimeError::Orchestration(format!("cannot write dispatch payload: {e}")))
+        let (gm, region) = (&self.shared.gm, &*self.payload);
+        let (base, subtask) = (core.payload, core.subtask);
+        payload::write(gm, region, base, &mut core.image, &item.task, item.block, subtask)
     }
 
     /// Run the kernel on `cs` (see [`Outcome`]).
