@@ -16,7 +16,7 @@ use crate::{
     payload,
     racecheck::DispatchWrites,
     scheduler::{settle, state, ReadyItem, Shared},
-    swimlane::{Dispatched, Phase, QueueMove},
+    swimlane::{DispatchCost, Dispatched, Phase, QueueMove},
     task::Member,
     RuntimeError,
 };
@@ -43,30 +43,34 @@ enum Outcome {
     Abandoned,
 }
 
-/// A dispatch's timeline record and its dispatch phase (level ≥ 3), as
-/// logged once its block completes.
-type Logged = (Dispatched, Option<Phase>);
+/// A dispatch's timeline record, its dispatch phase (level ≥ 3) and its
+/// cost (`--predict`), as logged once its block completes.
+type Logged = (Dispatched, Option<Phase>, Option<DispatchCost>);
 
-/// A dispatch that ran: its result and its timeline stamps.
+/// A dispatch that ran: its result and its timeline stamps. Small (the
+/// error boxed, the timeline record apart): it is moved per dispatch, and
+/// at ~300 bytes those moves were two `memcpy` calls per task (~60
+/// instructions, callgrind, `flood`).
 struct Ran {
-    result: Result<(), RuntimeError>,
+    result: Result<(), Box<RuntimeError>>,
     /// Kernel start and end (clock stamps; 0 when not recorded).
     start: u64,
     end: u64,
-    cost: Option<crate::swimlane::DispatchCost>,
 }
 
 impl Ran {
     /// A dispatch whose kernel could not be started (its payload failed).
     fn failed(e: RuntimeError) -> Ran {
         Ran {
-            result: Err(e),
+            result: Err(Box::new(e)),
             start: 0,
             end: 0,
-            cost: None,
         }
     }
 }
+
+/// What a block's members left, by member index, for its completion.
+type BlockRuns = [Option<Ran>; 3];
 
 /// How a block's members went.
 enum Members {
@@ -86,6 +90,10 @@ pub(crate) struct Worker {
     payload: Arc<Reserved>,
     /// Reused list of the cores a job holds.
     held: Vec<Held>,
+    /// The running block's timeline records, by member (recording only).
+    /// Kept here, not per block: an array of them built per block cost
+    /// four `memcpy` calls per task (~160 instructions, callgrind, `flood`).
+    logged: [Option<Logged>; 3],
     /// Timeline level (0: off).
     level: u8,
     /// Whether the run dumps (else the producer is never locked).
@@ -102,6 +110,7 @@ impl Worker {
             shared,
             me,
             held: Vec::with_capacity(3),
+            logged: Default::default(),
             level,
         }
     }
@@ -203,13 +212,17 @@ impl Worker {
             }
         };
         let sched = (held[0].cluster % shared.scheds) as usize;
-        let mut ran = [const { None }; 3];
-        let done = self.run_members(shared, &item, &mut held, sched, &mut ran);
+        let mut runs: BlockRuns = [const { None }; 3];
+        if self.level > 0 {
+            // Left over only by a block the stop cut short.
+            self.logged = Default::default();
+        }
+        let done = self.run_members(shared, &item, &mut held, sched, &mut runs);
         shared.logical.put(held.drain(..));
         self.held = held;
         match done {
             Members::Ran => {
-                self.complete(shared, &item, &mut ran);
+                self.complete(shared, &item, &mut runs);
                 true
             }
             // The stop was forced: the task stays unfinished.
@@ -220,14 +233,14 @@ impl Worker {
 
     /// Run the block's members on the held cores (a MIX block's members
     /// one after another, each on its own core of the cluster), each one's
-    /// result (and timeline record, when recording) into `ran`.
+    /// result (and timeline record, when recording) into `runs`.
     fn run_members(
         &mut self,
         shared: &Shared,
         item: &ReadyItem,
         held: &mut [Held],
         sched: usize,
-        ran: &mut [Option<(Ran, Option<Logged>)>; 3],
+        runs: &mut BlockRuns,
     ) -> Members {
         let members = item.task.members;
         let mix = held.len() == 3;
@@ -244,9 +257,10 @@ impl Worker {
                 self.first_member(item, phase.as_ref().map(|p| p.start));
             }
             let prep = self.prepare(item, member, core, id);
+            let mut cost = None;
             let r = match prep {
                 Err(e) => Ran::failed(e),
-                Ok(()) => match self.run_kernel(item, member, core, id) {
+                Ok(()) => match self.run_kernel(item, member, core, id, &mut cost) {
                     Outcome::Ran(r) => r,
                     Outcome::Skipped => return Members::Skipped,
                     Outcome::Abandoned => return Members::Abandoned,
@@ -259,33 +273,26 @@ impl Worker {
                 (_, t) => t,
             };
             // The phase ends as the dispatch is handed out.
-            let rec = (self.level > 0)
-                .then(|| (record(item, member, core, sched, dispatched, &r), phase));
+            if self.level > 0 {
+                let d = record(item, member, core, sched, dispatched, &r);
+                self.logged[k] = Some((d, phase, cost));
+            }
             core.reg += 1;
-            ran[k] = Some((r, rec));
+            runs[k] = Some(r);
         }
         Members::Ran
     }
 
     /// Complete the block's subtasks (as its scheduler), then file their
     /// timeline records.
-    fn complete(
-        &mut self,
-        shared: &Shared,
-        item: &ReadyItem,
-        ran: &mut [Option<(Ran, Option<Logged>)>; 3],
-    ) {
+    fn complete(&mut self, shared: &Shared, item: &ReadyItem, runs: &mut BlockRuns) {
         // It began as the (last) kernel returned.
-        let returned = ran.iter().flatten().map(|(r, _)| r.end).max();
+        let returned = runs.iter().flatten().map(|r| r.end).max();
         let phase = self.begin_phase(returned);
         let mut producer = self.producer();
-        // `ran` is taken by reference and member by member: the array is
-        // large (a result and a timeline record per member), and moving it
-        // whole cost a copy per task on the dispatch path.
-        for (r, _) in ran.iter_mut().map_while(Option::as_mut) {
+        for r in runs.iter_mut().map_while(Option::take) {
             let p = producer.as_deref_mut();
-            let result = std::mem::replace(&mut r.result, Ok(()));
-            settle(shared, &item.task, item.block, result, p);
+            settle(shared, &item.task, item.block, r.result.map_err(|e| *e), p);
         }
         drop(producer);
         let finish = match self.level {
@@ -296,12 +303,12 @@ impl Worker {
             // This worker's log: only it locks it until the stop.
             let mut log = shared.logs[self.me].lock();
             // Recording, every member that ran has its record.
-            let members = ran.iter().flatten().count();
-            for (k, (r, logged)) in ran.iter_mut().flatten().enumerate() {
-                if let Some((mut d, phase)) = logged.take() {
+            let members = self.logged.iter().flatten().count();
+            for (k, logged) in self.logged.iter_mut().enumerate() {
+                if let Some((mut d, phase, cost)) = logged.take() {
                     d.finish = finish;
                     d.ends_block = k + 1 == members;
-                    log.dispatch(d, r.cost.take(), phase);
+                    log.dispatch(d, cost, phase);
                 }
             }
             if let Some(p) = phase {
@@ -426,13 +433,15 @@ impl Worker {
         payload::write(gm, region, base, &mut core.image, &item.task, item.block, subtask)
     }
 
-    /// Run the kernel on `cs` (see [`Outcome`]).
+    /// Run the kernel on `cs` (see [`Outcome`]); its cost into `cost`
+    /// when the run times kernels.
     fn run_kernel(
         &mut self,
         item: &ReadyItem,
         member: Member,
         cs: &mut CoreState,
         id: u64,
+        cost: &mut Option<DispatchCost>,
     ) -> Outcome {
         let back = |st: &std::sync::atomic::AtomicU8| {
             st.compare_exchange(
@@ -479,17 +488,15 @@ impl Worker {
         if self.shared.race.wants_writes(&item.task.race) {
             keep_writes(&self.shared, item, member, cs, id);
         }
-        let cost = self.shared.cost.as_ref().map(|f| {
+        if let Some(f) = &self.shared.cost {
             let records = cs.core.take_records();
-            let cost = f(&records);
+            *cost = Some(f(&records));
             cs.core.recycle_records(records);
-            cost
-        });
+        }
         Outcome::Ran(Ran {
-            result: kernel_result(item, member, cs, r),
+            result: kernel_result(item, member, cs, r).map_err(Box::new),
             start,
             end,
-            cost,
         })
     }
 }
