@@ -163,3 +163,73 @@ impl Cores {
         self.publish(&t);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use proptest::prelude::*;
+    use simpler_chip::{ArchProfile, Gm};
+
+    use super::*;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Take(usize),
+        TakeCluster,
+        /// Put back the held core at this index (modulo the number held).
+        Put(usize),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (0..2usize).prop_map(Op::Take),
+            Just(Op::TakeCluster),
+            any::<usize>().prop_map(Op::Put),
+        ]
+    }
+
+    proptest! {
+        /// The idle counts a worker reads without the lock always match
+        /// the table: whole clusters as a recount of the held members.
+        #[test]
+        fn idle_counts_match_a_recount_whatever_is_taken_and_put(
+            ops in prop::collection::vec(op(), 0..60)
+        ) {
+            let clusters = 3;
+            let gm = Arc::new(Gm::new(1 << 20).unwrap());
+            let states = crate::scheduler::core_states(&gm, &ArchProfile::a2a3(), clusters, 0);
+            let cores = Cores::new(states, clusters);
+            let mut held: Vec<Held> = Vec::new();
+            for op in ops {
+                match op {
+                    Op::Take(what) => held.extend(cores.take(what)),
+                    Op::TakeCluster => {
+                        if let Some(c) = cores.take_cluster() {
+                            prop_assert!(c.iter().all(|s| s.cluster == c[0].cluster));
+                            let subtasks: Vec<Subtask> = c.iter().map(|s| s.subtask).collect();
+                            prop_assert_eq!(subtasks, Subtask::ALL.to_vec());
+                            held.extend(c);
+                        }
+                    }
+                    Op::Put(i) if !held.is_empty() => {
+                        let s = held.swap_remove(i % held.len());
+                        cores.put([s]);
+                    }
+                    Op::Put(_) => {}
+                }
+                let t = cores.table.lock();
+                let whole = t.busy.iter().filter(|&&b| b == 0).count() as u32;
+                let mut busy = vec![0u8; clusters as usize];
+                for s in &held {
+                    busy[s.cluster as usize] += 1;
+                }
+                prop_assert_eq!(&t.busy, &busy);
+                prop_assert_eq!(cores.free[CLUSTER].load(Ordering::Relaxed), whole);
+                prop_assert_eq!(cores.free[AIC].load(Ordering::Relaxed), t.idle[AIC].len() as u32);
+                prop_assert_eq!(cores.free[AIV].load(Ordering::Relaxed), t.idle[AIV].len() as u32);
+                prop_assert_eq!(t.idle[AIC].len() + t.idle[AIV].len() + held.len(), 9);
+            }
+        }
+    }
+}
