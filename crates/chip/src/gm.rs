@@ -637,6 +637,7 @@ impl Gm {
     /// # Errors
     /// [`KernelError::GmOutOfBounds`] when the words leave the region or
     /// `addr` is not a multiple of 8.
+    #[inline]
     pub fn reserved_words<'a>(
         &'a self,
         region: &'a Reserved,

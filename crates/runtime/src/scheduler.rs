@@ -319,8 +319,11 @@ pub(crate) fn settle(
 /// and buffers.
 fn finalize(shared: &Shared, task: &Arc<Task>, producer: Option<&mut simpler_dump::Producer>) {
     let races = shared.race.on_complete(&task.race);
-    if let Some(r) = shared.race.report(races) {
-        shared.fail(RuntimeError::WriteRace(Box::new(r)));
+    // Almost always none: not even a call to report them.
+    if !races.is_empty() {
+        if let Some(r) = shared.race.report(races) {
+            shared.fail(RuntimeError::WriteRace(Box::new(r)));
+        }
     }
     // A task whose kernel failed has no results: its output buffers hold
     // whatever was there, which must not look like outputs in the dump.
@@ -330,12 +333,11 @@ fn finalize(shared: &Shared, task: &Arc<Task>, producer: Option<&mut simpler_dum
     // Counted before its slot shows it complete: an orchestrator that
     // reuses the slot never counts it as still live.
     let marked = shared.counters.marked.fetch_add(1, Ordering::Release) + 1;
-    let dependents = task.mark_complete();
-    for d in dependents {
+    task.mark_complete().for_each_owned(|d| {
         if d.release_fanin() {
             shared.push_ready(d, false);
         }
-    }
+    });
     for b in &task.buffers {
         b.release(&shared.gm);
     }

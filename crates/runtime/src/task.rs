@@ -118,6 +118,20 @@ impl<T, const N: usize> InlineList<T, N> {
     pub fn iter(&self) -> impl Iterator<Item = &T> {
         self.inline.iter().flatten().chain(&self.more)
     }
+
+    /// Consume, in the order they were pushed. Cheaper than `into_iter`
+    /// (whose flatten-and-chain state costs ~45 instructions per
+    /// completed task, callgrind, `flood`): inline slots fill from the
+    /// front, so the first empty one ends the list.
+    pub fn for_each_owned(self, mut f: impl FnMut(T)) {
+        for t in self.inline {
+            match t {
+                Some(t) => f(t),
+                None => return,
+            }
+        }
+        self.more.into_iter().for_each(f);
+    }
 }
 
 impl<T, const N: usize> IntoIterator for InlineList<T, N> {
@@ -297,7 +311,10 @@ impl Task {
 
     /// Blocks `0..=block` were handed to cores.
     pub fn mark_sent(&self, block: u32) {
-        self.blocks_sent.fetch_max(block + 1, Ordering::Relaxed);
+        // A read first: `fetch_max` is a compare-exchange loop.
+        if self.blocks_sent.load(Ordering::Relaxed) <= block {
+            self.blocks_sent.fetch_max(block + 1, Ordering::Relaxed);
+        }
     }
 
     /// True once block 0 was handed to a core (its inputs were recorded).
@@ -350,5 +367,19 @@ mod tests {
             [0, 1, 2, 3, 4]
         );
         assert_eq!(l.into_iter().collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn for_each_owned_yields_what_into_iter_does() {
+        for n in 0..6 {
+            let mut l: InlineList<String, 2> = InlineList::default();
+            for i in 0..n {
+                l.push(i.to_string());
+            }
+            let want: Vec<String> = (&l).into_iter().cloned().collect();
+            let mut got = Vec::new();
+            l.for_each_owned(|s| got.push(s));
+            assert_eq!(got, want, "{n} items");
+        }
     }
 }
