@@ -311,10 +311,7 @@ impl Task {
 
     /// Blocks `0..=block` were handed to cores.
     pub fn mark_sent(&self, block: u32) {
-        // A read first: `fetch_max` is a compare-exchange loop.
-        if self.blocks_sent.load(Ordering::Relaxed) <= block {
-            self.blocks_sent.fetch_max(block + 1, Ordering::Relaxed);
-        }
+        self.blocks_sent.fetch_max(block + 1, Ordering::Relaxed);
     }
 
     /// True once block 0 was handed to a core (its inputs were recorded).

@@ -242,7 +242,8 @@ impl Worker {
         sched: usize,
         runs: &mut BlockRuns,
     ) -> Members {
-        let members = item.task.members;
+        // By reference: the list is ~100 bytes.
+        let members = &item.task.members;
         let mix = held.len() == 3;
         // A block's dispatch ids are consecutive (AIC, AIV0, AIV1) and below
         // the next block's: taken before that block is queued.
@@ -287,8 +288,10 @@ impl Worker {
     /// timeline records.
     fn complete(&mut self, shared: &Shared, item: &ReadyItem, runs: &mut BlockRuns) {
         // It began as the (last) kernel returned.
-        let returned = runs.iter().flatten().map(|r| r.end).max();
-        let phase = self.begin_phase(returned);
+        let phase = match self.level {
+            0..=2 => None,
+            _ => self.begin_phase(runs.iter().flatten().map(|r| r.end).max()),
+        };
         let mut producer = self.producer();
         for r in runs.iter_mut().map_while(Option::take) {
             let p = producer.as_deref_mut();
