@@ -205,6 +205,16 @@ impl Reserved {
         self.len == 0
     }
 
+    /// An access of `len` bytes at `addr` that leaves the region.
+    fn miss(&self, addr: u64, len: u64) -> KernelError {
+        let near = Some(GmAlloc {
+            base: self.base,
+            size: self.len,
+            reserved: true,
+        });
+        KernelError::GmOutOfBounds { addr, len, near }
+    }
+
     /// The region as a readable [`GmArea`].
     pub fn area(&self) -> GmArea {
         GmArea {
@@ -615,15 +625,7 @@ impl Gm {
     pub fn write_reserved(&self, region: &Reserved, addr: u64, src: &[u8]) -> KResult<()> {
         let len = src.len() as u64;
         if !region.area().contains(addr, len) || !self.mapped(addr, len) {
-            return Err(KernelError::GmOutOfBounds {
-                addr,
-                len,
-                near: Some(GmAlloc {
-                    base: region.base,
-                    size: region.len,
-                    reserved: true,
-                }),
-            });
+            return Err(region.miss(addr, len));
         }
         self.mem.store(self.offset(addr), src);
         Ok(())
@@ -647,15 +649,7 @@ impl Gm {
         let len = (words as u64).checked_mul(8);
         let fits = len.is_some_and(|len| region.area().contains(addr, len) && self.mapped(addr, len));
         if !fits || !addr.is_multiple_of(8) {
-            return Err(KernelError::GmOutOfBounds {
-                addr,
-                len: len.unwrap_or(u64::MAX),
-                near: Some(GmAlloc {
-                    base: region.base,
-                    size: region.len,
-                    reserved: true,
-                }),
-            });
+            return Err(region.miss(addr, len.unwrap_or(u64::MAX)));
         }
         Ok(ReservedWords {
             gm: self,
@@ -983,6 +977,41 @@ mod tests {
         let mut got = [1u8; 200];
         gm.read(b, &mut got).unwrap();
         assert_eq!(got, [0u8; 200]);
+    }
+
+    #[test]
+    fn reserved_words_are_checked_once_against_their_region_and_store_little_endian() {
+        let gm = Gm::new(4096).unwrap();
+        let user = gm.alloc(64).unwrap();
+        let r = gm.reserve(100).unwrap();
+        // 12 words fit in 100 bytes, 13 do not; unaligned and overflowing
+        // spans and another allocation are refused, naming the region.
+        let w = gm.reserved_words(&r, r.base(), 12).unwrap();
+        for (addr, words) in [
+            (r.base(), 13),
+            (r.base() + 4, 1),
+            (r.base(), usize::MAX),
+            (user, 1),
+        ] {
+            match gm.reserved_words(&r, addr, words) {
+                Err(KernelError::GmOutOfBounds { addr: a, near, .. }) => {
+                    assert_eq!(a, addr);
+                    assert!(near.is_some_and(|n| n.base == r.base() && n.reserved));
+                }
+                other => panic!("{addr:#x} x {words}: {other:?}"),
+            }
+        }
+        w.store(11, 0x0807_0605_0403_0201);
+        w.store(0, u64::MAX);
+        let mut b = [0u8; 8];
+        gm.read(r.base() + 88, &mut b).unwrap();
+        assert_eq!(b, [1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(gm.read_u64(r.base()).unwrap(), u64::MAX);
+        assert_eq!(gm.read_u64(r.base() + 8).unwrap(), 0, "untouched");
+        let past = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.store(12, 1)));
+        assert!(past.is_err(), "a word past the span panics, touching nothing");
+        gm.read(r.base() + 96, &mut b[..4]).unwrap();
+        assert_eq!(b[..4], [0; 4]);
     }
 
     #[test]

@@ -293,6 +293,29 @@ mod tests {
     }
 
     #[test]
+    fn the_word_encoder_puts_each_defined_word_once_and_nothing_else() {
+        use crate::{ChipTensor, DType};
+        let a = ChipTensor::contiguous(0x1000, &[2, 3], DType::Float32);
+        let base = 0x10_0000;
+        let (l, g) = (LocalContext::default(), GlobalContext::default());
+        let mut put = Vec::new();
+        let used = encode_payload_words(base, [&a, &a], [9u64], l, g, |i, w| put.push((i, w)));
+        assert_eq!(used, Ok(3));
+        let mut idx: Vec<usize> = put.iter().map(|&(i, _)| i).collect();
+        idx.sort_unstable();
+        let desc0 = payload::DESCS as usize / 8;
+        let mut want: Vec<usize> = (0..3).chain([48, 49, 50, 51]).collect();
+        want.extend(desc0..desc0 + 2 * ChipTensor::BYTES / 8);
+        assert_eq!(idx, want);
+        // The words are those of the byte encoder, which zeroes the rest.
+        let mut bytes = Vec::new();
+        encode_payload(base, [&a, &a], [9u64], l, g, &mut bytes).unwrap();
+        for (i, w) in put {
+            assert_eq!(bytes[8 * i..8 * i + 8], w.to_le_bytes(), "word {i}");
+        }
+    }
+
+    #[test]
     fn too_many_arguments_are_refused_before_anything_is_written() {
         let d = crate::ChipTensor::contiguous(0, &[1], crate::DType::Int8);
         let descs = vec![&d; MAX_TENSORS + 1];
