@@ -9,7 +9,8 @@
 //! everything else (descriptor addresses, context addresses, shapes) is
 //! already there. Measured (callgrind, `flood` Bench, per task): encoding
 //! into a staging buffer and copying its three parts cost ~760
-//! instructions; encoding word by word against the image ~NNN.
+//! instructions; encoding word by word against the image ~445 (of which
+//! the 32 descriptor words' compares ~100, `ChipTensor::to_bytes` ~56).
 
 use simpler_chip::{Gm, Reserved, ReservedWords};
 use simpler_core::{
