@@ -23,7 +23,7 @@ use parking_lot::RwLock;
 use simpler_core::{ByteSpan, ChipTensor, GmAlloc, KResult, KernelError};
 use thiserror::Error;
 
-use crate::{shared_mem::SharedBytes, WriteLog};
+use crate::{shared_mem::SharedBytes, GmArea, Reserved, ReservedWords, WriteLog};
 
 /// Alignment of every GM allocation.
 pub const GM_ALIGN: u64 = 64;
@@ -174,104 +174,6 @@ impl Heap {
                 reserved: a.reserved,
             }),
         })
-    }
-}
-
-/// A GM region the runtime reserved for itself (dispatch argument arrays).
-///
-/// The capability to write it: only the holder of this value can
-/// ([`Gm::write_reserved`], checked against this region and nothing else).
-/// Kernels may read it ([`Gm::read`], [`GmArea`]) but every kernel write
-/// path refuses it. Not `Clone`: returned to GM with [`Gm::release`].
-#[derive(Debug)]
-pub struct Reserved {
-    base: u64,
-    len: u64,
-}
-
-impl Reserved {
-    /// Address of the first byte.
-    pub fn base(&self) -> u64 {
-        self.base
-    }
-
-    /// Bytes reserved.
-    pub fn len(&self) -> u64 {
-        self.len
-    }
-
-    /// True for a zero-byte region.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// An access of `len` bytes at `addr` that leaves the region.
-    fn miss(&self, addr: u64, len: u64) -> KernelError {
-        let near = Some(GmAlloc {
-            base: self.base,
-            size: self.len,
-            reserved: true,
-        });
-        KernelError::GmOutOfBounds { addr, len, near }
-    }
-
-    /// The region as a readable [`GmArea`].
-    pub fn area(&self) -> GmArea {
-        GmArea {
-            start: self.base,
-            end: self.base + self.len,
-        }
-    }
-}
-
-/// Aligned words of a reserved region, checked once when made
-/// ([`Gm::reserved_words`]); borrows the region, which therefore stays
-/// reserved while this lives.
-#[derive(Debug, Clone, Copy)]
-pub struct ReservedWords<'a> {
-    gm: &'a Gm,
-    /// Offset of word 0 in the mapping (a multiple of 8).
-    off: usize,
-    words: usize,
-}
-
-impl ReservedWords<'_> {
-    /// Store `w` (little-endian) as word `i`: one atomic 8-byte store.
-    ///
-    /// # Panics
-    /// If `i` is not below the number of words checked.
-    #[inline]
-    pub fn store(&self, i: usize, w: u64) {
-        assert!(i < self.words, "word {i} of {}", self.words);
-        self.gm.mem.store_word(self.off + 8 * i, w.to_le_bytes());
-    }
-}
-
-/// Bytes `[start, end)` that were one live allocation when the area was
-/// made ([`Gm::area`], [`Reserved::area`]): reads inside it
-/// ([`Gm::read_in`]) skip the allocator lock. Whoever makes an area keeps
-/// its allocation alive while reading through it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct GmArea {
-    start: u64,
-    end: u64,
-}
-
-impl GmArea {
-    /// First byte.
-    pub fn start(&self) -> u64 {
-        self.start
-    }
-
-    /// One past the last byte.
-    pub fn end(&self) -> u64 {
-        self.end
-    }
-
-    /// True when `[addr, addr+len)` lies inside the area.
-    #[inline]
-    pub fn contains(&self, addr: u64, len: u64) -> bool {
-        addr >= self.start && addr.checked_add(len).is_some_and(|e| e <= self.end)
     }
 }
 
@@ -647,12 +549,13 @@ impl Gm {
         words: usize,
     ) -> KResult<ReservedWords<'a>> {
         let len = (words as u64).checked_mul(8);
-        let fits = len.is_some_and(|len| region.area().contains(addr, len) && self.mapped(addr, len));
+        let fits =
+            len.is_some_and(|len| region.area().contains(addr, len) && self.mapped(addr, len));
         if !fits || !addr.is_multiple_of(8) {
             return Err(region.miss(addr, len.unwrap_or(u64::MAX)));
         }
         Ok(ReservedWords {
-            gm: self,
+            mem: &self.mem,
             off: self.offset(addr),
             words,
         })
@@ -1009,7 +912,10 @@ mod tests {
         assert_eq!(gm.read_u64(r.base()).unwrap(), u64::MAX);
         assert_eq!(gm.read_u64(r.base() + 8).unwrap(), 0, "untouched");
         let past = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.store(12, 1)));
-        assert!(past.is_err(), "a word past the span panics, touching nothing");
+        assert!(
+            past.is_err(),
+            "a word past the span panics, touching nothing"
+        );
         gm.read(r.base() + 96, &mut b[..4]).unwrap();
         assert_eq!(b[..4], [0; 4]);
     }

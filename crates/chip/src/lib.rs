@@ -26,10 +26,12 @@
 mod arch;
 mod gm;
 mod local;
+mod reserved;
 mod shared_mem;
 mod write_log;
 
 pub use arch::ArchProfile;
-pub use gm::{Gm, GmArea, GmError, LastAlloc, Reserved, ReservedWords, GM_ALIGN};
+pub use gm::{Gm, GmError, LastAlloc, GM_ALIGN};
 pub use local::{BufKind, LocalBuffers};
+pub use reserved::{GmArea, Reserved, ReservedWords};
 pub use write_log::{WriteLog, WriteRun};

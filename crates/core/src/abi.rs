@@ -151,7 +151,10 @@ where
     let (descs, scalars) = (descs.into_iter(), scalars.into_iter());
     check_counts(descs.len(), scalars.len())?;
     out.clear();
-    out.resize(payload::DESCS as usize + descs.len() * crate::ChipTensor::BYTES, 0);
+    out.resize(
+        payload::DESCS as usize + descs.len() * crate::ChipTensor::BYTES,
+        0,
+    );
     encode_payload_words(base, descs, scalars, local, global, |i, w| {
         out[8 * i..8 * i + 8].copy_from_slice(&w.to_le_bytes());
     })
@@ -192,7 +195,9 @@ where
         let at = payload::DESCS as usize / 8 + i * DESC_WORDS;
         let bytes = d.to_bytes();
         for k in 0..DESC_WORDS {
-            let w = bytes[8 * k..].first_chunk::<8>().expect("in the descriptor");
+            let w = bytes[8 * k..]
+                .first_chunk::<8>()
+                .expect("in the descriptor");
             put(at + k, u64::from_le_bytes(*w));
         }
         put(payload::ARGS as usize / 8 + i, base + 8 * at as u64);
@@ -202,7 +207,10 @@ where
     }
     put(LOCAL_CONTEXT_SLOT, base + payload::LOCAL_CONTEXT);
     put(GLOBAL_CONTEXT_SLOT, base + payload::GLOBAL_CONTEXT);
-    let (l, g) = (payload::LOCAL_CONTEXT as usize, payload::GLOBAL_CONTEXT as usize);
+    let (l, g) = (
+        payload::LOCAL_CONTEXT as usize,
+        payload::GLOBAL_CONTEXT as usize,
+    );
     put(l / 8, u64::from_le_bytes(local.to_bytes()));
     put(g / 8, u64::from_le_bytes(global.to_bytes()));
     Ok(nt + ns)

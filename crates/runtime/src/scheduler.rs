@@ -362,7 +362,12 @@ pub(crate) struct ChipSpec<'a> {
 
 /// The logical cores of `clusters` clusters, one payload area each from
 /// `payload_base`, by core id.
-pub(crate) fn core_states(gm: &Arc<Gm>, arch: &ArchProfile, clusters: u32, base: u64) -> Vec<CoreState> {
+pub(crate) fn core_states(
+    gm: &Arc<Gm>,
+    arch: &ArchProfile,
+    clusters: u32,
+    base: u64,
+) -> Vec<CoreState> {
     let mut v: Vec<CoreState> = Vec::with_capacity(3 * clusters as usize);
     for cl in 0..clusters {
         for sub in Subtask::ALL {

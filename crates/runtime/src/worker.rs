@@ -433,7 +433,15 @@ impl Worker {
     ) -> Result<(), RuntimeError> {
         let (gm, region) = (&self.shared.gm, &*self.payload);
         let (base, subtask) = (core.payload, core.subtask);
-        payload::write(gm, region, base, &mut core.image, &item.task, item.block, subtask)
+        payload::write(
+            gm,
+            region,
+            base,
+            &mut core.image,
+            &item.task,
+            item.block,
+            subtask,
+        )
     }
 
     /// Run the kernel on `cs` (see [`Outcome`]); its cost into `cost`
