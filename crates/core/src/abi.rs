@@ -233,13 +233,13 @@ const _: () = assert!(payload::GLOBAL_CONTEXT + 8 <= payload::DESCS);
 const _: () = assert!(MAX_TENSORS + MAX_SCALARS == LOCAL_CONTEXT_SLOT);
 // Every part starts on a word: the word encoder puts whole words.
 const _: () = assert!(
-    payload::LOCAL_CONTEXT % 8 == 0
-        && payload::GLOBAL_CONTEXT % 8 == 0
-        && payload::DESCS % 8 == 0
-        && payload::BYTES % 8 == 0
+    payload::LOCAL_CONTEXT.is_multiple_of(8)
+        && payload::GLOBAL_CONTEXT.is_multiple_of(8)
+        && payload::DESCS.is_multiple_of(8)
+        && payload::BYTES.is_multiple_of(8)
         && LocalContext::BYTES == 8
         && GlobalContext::BYTES == 8
-        && crate::ChipTensor::BYTES % 8 == 0
+        && crate::ChipTensor::BYTES.is_multiple_of(8)
 );
 
 #[cfg(test)]
