@@ -211,13 +211,12 @@ impl Worker {
                 item
             }
         };
-        let sched = (held[0].cluster % shared.scheds) as usize;
         let mut runs: BlockRuns = [const { None }; 3];
         if self.level > 0 {
             // Left over only by a block the stop cut short.
             self.logged = Default::default();
         }
-        let done = self.run_members(shared, &item, &mut held, sched, &mut runs);
+        let done = self.run_members(shared, &item, &mut held, &mut runs);
         shared.logical.put(held.drain(..));
         self.held = held;
         match done {
@@ -239,7 +238,6 @@ impl Worker {
         shared: &Shared,
         item: &ReadyItem,
         held: &mut [Held],
-        sched: usize,
         runs: &mut BlockRuns,
     ) -> Members {
         // By reference: the list is ~100 bytes.
@@ -275,6 +273,9 @@ impl Worker {
             };
             // The phase ends as the dispatch is handed out.
             if self.level > 0 {
+                // The cluster's scheduler (every held core is in one
+                // cluster; a division, so worked out only when recording).
+                let sched = core.cluster % shared.scheds;
                 let d = record(item, member, core, sched, dispatched, &r);
                 self.logged[k] = Some((d, phase, cost));
             }
@@ -558,7 +559,7 @@ fn record(
     item: &ReadyItem,
     member: Member,
     core: &CoreState,
-    sched: usize,
+    sched: u32,
     dispatched: u64,
     r: &Ran,
 ) -> Dispatched {
@@ -569,7 +570,7 @@ fn record(
         func_id: member.func_id,
         subtask: core.subtask,
         block: item.block,
-        sched: sched as u32,
+        sched,
         ends_block: false,
         dispatch: dispatched,
         // A worker starts the kernel right after taking the dispatch.
