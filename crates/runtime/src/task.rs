@@ -117,7 +117,10 @@ impl<T, const N: usize> InlineList<T, N> {
     /// In the order they were pushed (inline slots fill from the front:
     /// the first empty one ends them).
     pub fn iter(&self) -> impl Iterator<Item = &T> {
-        self.inline.iter().map_while(Option::as_ref).chain(&self.more)
+        self.inline
+            .iter()
+            .map_while(Option::as_ref)
+            .chain(&self.more)
     }
 
     /// Consume, in the order they were pushed. Cheaper than `into_iter`
