@@ -104,7 +104,21 @@ impl Idle {
     /// `has_work()` found some. A false return must be followed by
     /// [`Idle::sleep`], whose re-check covers work published while this
     /// thread was counted as spinning.
+    ///
+    /// A worker that is one too many for the CPUs left beside the running
+    /// producer looks once and does not spin: spinning would take a CPU
+    /// from the producer or from a kernel, and the sleep that follows
+    /// brings the awake workers back to what the CPUs hold. (Measured,
+    /// stop 22: once a worker outran the orchestrator, both workers found
+    /// work within every spin, stayed awake and, three threads on two
+    /// CPUs, slowed the orchestrator.)
     pub fn spin(&self, rounds: u32, has_work: impl Fn() -> bool) -> bool {
+        let awake = self
+            .workers
+            .saturating_sub(self.sleeping.load(Ordering::Relaxed));
+        if awake > self.busy_limit.max(1) && !self.producer_parked.load(Ordering::Relaxed) {
+            return has_work();
+        }
         self.spinning.fetch_add(1, Ordering::SeqCst);
         let found = (0..rounds).any(|_| {
             let found = has_work();
@@ -257,6 +271,27 @@ mod tests {
             held.reached_sleeper,
             "a released dependent waited for the busy worker"
         );
+    }
+
+    /// A worker beyond the CPUs left beside a running producer looks once
+    /// and does not spin; alone, or once the producer parks, it spins.
+    #[test]
+    fn a_worker_too_many_for_the_cpus_does_not_spin() {
+        let idle = Idle::new(2, 2);
+        let looks = |idle: &Idle| {
+            let n = AtomicUsize::new(0);
+            idle.spin(50, || {
+                n.fetch_add(1, Ordering::Relaxed);
+                false
+            });
+            n.into_inner()
+        };
+        assert_eq!(looks(&idle), 1, "both workers awake: no spin");
+        idle.sleeping.store(1, Ordering::SeqCst); // the other one sleeps
+        assert_eq!(looks(&idle), 50);
+        idle.sleeping.store(0, Ordering::SeqCst);
+        idle.producer_parked(true);
+        assert_eq!(looks(&idle), 50, "the producer's CPU is free");
     }
 
     /// With more CPUs than workers, every sleeper is woken for work.
