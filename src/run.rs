@@ -3,6 +3,7 @@
 use std::{path::Path, process::ExitCode};
 
 use anyhow::{bail, Result};
+use simpler_format::words::count;
 use simpler_runtime::{Runtime, RuntimeError};
 use simpler_workloads::{GoldenCheck, Outcome, Workload, WorkloadError};
 
@@ -48,13 +49,12 @@ pub(crate) fn run(a: &RunArgs, ws: &Workloads) -> Result<ExitCode> {
 
     let r = &out.report;
     println!(
-        "{} {case} (seed {}): {} tasks, {} {}, {} dispatches on {} clusters / {} schedulers / {} workers ({}) in {:.2} ms{}",
+        "{} {case} (seed {}): {}, {}, {} on {} clusters / {} schedulers / {} workers ({}) in {:.2} ms{}",
         w.name(),
         a.seed,
-        r.tasks,
-        r.edges,
-        if r.edges == 1 { "edge" } else { "edges" },
-        r.dispatches,
+        count(r.tasks, "task", "tasks"),
+        count(r.edges, "edge", "edges"),
+        count(r.dispatches, "dispatch", "dispatches"),
         cfg.clusters,
         cfg.sched_threads,
         cfg.workers,

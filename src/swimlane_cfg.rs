@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use simpler_format::words::count;
 use simpler_runtime::{Runtime, RuntimeConfig, SwimlaneConfig};
 use simpler_swimlane::predict::{ChipParams, ChipShape};
 
@@ -114,12 +115,11 @@ pub fn write(
     // With --predict alone nothing observed is written: name only what is.
     if observed {
         say(format!(
-            "swimlane (level {}): {} dispatches, {} tasks, {} edge{} -> {}\n",
+            "swimlane (level {}): {}, {}, {} -> {}\n",
             log.level,
-            log.dispatches.len(),
-            log.tasks.len(),
-            log.edges.len(),
-            if log.edges.len() == 1 { "" } else { "s" },
+            count(log.dispatches.len() as u64, "dispatch", "dispatches"),
+            count(log.tasks.len() as u64, "task", "tasks"),
+            count(log.edges.len() as u64, "edge", "edges"),
             run_dir
                 .join(simpler_format::swimlane::RECORDS_FILE)
                 .display()

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use simpler_format::swimlane::{PERFETTO_FILE, RECORDS_FILE};
+use simpler_format::words::count;
 
 /// `simpler swimlane`.
 #[derive(Debug, Args)]
@@ -98,8 +99,14 @@ fn check(dir: &Path) -> Result<ExitCode> {
     });
     match checked {
         Ok(n) => println!(
-            "upstream tools: OK ({} dispatches, {} tasks, {} edges; pop hit {} miss {}; {} loop iterations; {} submits)",
-            n.dispatches, n.tasks, n.edges, n.pop_hit, n.pop_miss, n.loop_iters, n.submits
+            "upstream tools: OK ({}, {}, {}; pop hit {} miss {}; {}; {})",
+            count(n.dispatches, "dispatch", "dispatches"),
+            count(n.tasks, "task", "tasks"),
+            count(n.edges, "edge", "edges"),
+            n.pop_hit,
+            n.pop_miss,
+            count(n.loop_iters, "loop iteration", "loop iterations"),
+            count(n.submits, "submit", "submits"),
         ),
         Err(errs) => {
             bad += errs.len();

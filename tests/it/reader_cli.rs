@@ -181,7 +181,7 @@ fn default_dir_is_the_newest_dump_under_outputs() {
         out.contains(&path_str(&new.join("tensor_dump.json"))),
         "{out}"
     );
-    assert!(out.contains("1 records from 1 tasks"), "{out}");
+    assert!(out.contains("1 record from 1 task;"), "{out}");
 }
 
 #[test]

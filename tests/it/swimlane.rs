@@ -450,7 +450,7 @@ fn a_timed_out_run_still_writes_its_timeline() {
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
     assert!(
-        err.contains("swimlane (level 4): 1 dispatches, 8 tasks"),
+        err.contains("swimlane (level 4): 1 dispatch, 8 tasks"),
         "{err}"
     );
     let n = check_dir(&tmp.path().join("r")).unwrap_or_else(|e| panic!("{e:#?}"));

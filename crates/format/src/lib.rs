@@ -47,6 +47,7 @@ pub mod synth;
 pub mod tensor_dump;
 pub mod upstream;
 pub mod vocab;
+pub mod words;
 
 pub use error::{echo, quoted, tame, Error, ErrorKind, ECHO_LIMIT};
 pub use tensor_dump::SCHEMA_VERSION;

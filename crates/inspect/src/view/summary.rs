@@ -85,7 +85,8 @@ pub fn summary(info: &DumpInfo) -> String {
 /// The line after the table: what the records added up to, checked.
 pub fn footer(c: &Counts) -> String {
     format!(
-        "{} records from {} tasks; checked: header counters agree, no duplicate keys, no overlapping payload ranges\n",
-        c.total, c.tasks
+        "{} from {}; checked: header counters agree, no duplicate keys, no overlapping payload ranges\n",
+        simpler_format::words::count(c.total, "record", "records"),
+        simpler_format::words::count(c.tasks, "task", "tasks"),
     )
 }

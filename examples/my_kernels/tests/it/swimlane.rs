@@ -97,7 +97,7 @@ fn a_recorded_run_reports_and_passes_the_upstream_check() {
 
     let out = expect(tmp.path(), &["swimlane", "r", "--check"], 0);
     assert!(
-        out.contains("upstream tools: OK (5 dispatches, 2 tasks, 1 edges;"),
+        out.contains("upstream tools: OK (5 dispatches, 2 tasks, 1 edge;"),
         "{out}"
     );
     assert!(out.contains("swimlane_perfetto.json: OK ("), "{out}");
@@ -141,7 +141,7 @@ fn predict_gives_a_timeline_on_the_chip_model() {
 
     let out = expect(tmp.path(), &["swimlane", "p/predicted", "--check"], 0);
     assert!(
-        out.contains("upstream tools: OK (5 dispatches, 2 tasks, 1 edges;"),
+        out.contains("upstream tools: OK (5 dispatches, 2 tasks, 1 edge;"),
         "{out}"
     );
     let o = my_kernels(tmp.path(), &["swimlane", "p"]);
