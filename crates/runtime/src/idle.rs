@@ -48,7 +48,8 @@ pub(crate) struct Idle {
     producer_parked: AtomicBool,
     /// Worker threads.
     workers: usize,
-    /// Awake workers beyond which a running producer wakes none.
+    /// Awake workers the CPUs hold while the producer runs: one fewer
+    /// than the CPUs, at least one.
     busy_limit: usize,
     lock: Mutex<()>,
     cv: Condvar,
@@ -63,7 +64,7 @@ impl Idle {
             spinning: AtomicUsize::new(0),
             producer_parked: AtomicBool::new(false),
             workers,
-            busy_limit: cpus.saturating_sub(1),
+            busy_limit: cpus.saturating_sub(1).max(1),
             lock: Mutex::new(()),
             cv: Condvar::new(),
         }
@@ -79,11 +80,18 @@ impl Idle {
             return;
         }
         let awake = self.workers.saturating_sub(sleeping);
-        let room =
-            !by_producer || self.producer_parked.load(Ordering::Relaxed) || awake < self.busy_limit;
-        if awake == 0 || room {
+        if !by_producer || awake < self.room() {
             let _g = self.lock.lock();
             self.cv.notify_one();
+        }
+    }
+
+    /// Awake workers the CPUs hold now: every worker while the producer
+    /// is parked, else `busy_limit`.
+    fn room(&self) -> usize {
+        match self.producer_parked.load(Ordering::Relaxed) {
+            true => usize::MAX,
+            false => self.busy_limit,
         }
     }
 
@@ -116,7 +124,7 @@ impl Idle {
         let awake = self
             .workers
             .saturating_sub(self.sleeping.load(Ordering::Relaxed));
-        if awake > self.busy_limit.max(1) && !self.producer_parked.load(Ordering::Relaxed) {
+        if awake > self.room() {
             return has_work();
         }
         self.spinning.fetch_add(1, Ordering::SeqCst);
