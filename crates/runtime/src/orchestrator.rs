@@ -364,11 +364,7 @@ impl<'r> Orchestrator<'r> {
     /// # Errors
     /// Unknown func id, wrong core type, more than 32 tensors or 16 scalars,
     /// a tensor used after its scope, GM exhausted, or the run already failed.
-    pub fn submit(
-        &mut self,
-        kernels: Kernels,
-        mut args: TaskArgs,
-    ) -> Result<Submitted, RuntimeError> {
+    pub fn submit(&mut self, kernels: Kernels, args: TaskArgs) -> Result<Submitted, RuntimeError> {
         self.check_abort()?;
         let t0 = self.rec.as_ref().map(|r| r.submit_start());
         let members = self.resolve(kernels)?;
@@ -396,12 +392,23 @@ impl<'r> Orchestrator<'r> {
         // The slot's previous task is complete: when nothing else holds it
         // any more, the new task reuses its allocation and its tensor list.
         let mut prev = self.rings[ring].slots[slot].take();
-        let spare = prev
+        let (spare, mut scalars) = prev
             .as_mut()
             .and_then(Arc::get_mut)
-            .map(|t| std::mem::take(&mut t.tensors));
-        let (tensors, buffers, outputs) =
-            self.take_tensors(id, &args, spare.unwrap_or_default())?;
+            .map(|t| {
+                (
+                    std::mem::take(&mut t.tensors),
+                    std::mem::take(&mut t.scalars),
+                )
+            })
+            .unwrap_or_default();
+        let (tensors, buffers, outputs) = self.take_tensors(id, &args, spare)?;
+        scalars.clear();
+        scalars.extend(
+            args.scalars
+                .iter()
+                .map(|&(scalar, marked)| TaskScalar { scalar, marked }),
+        );
         let task = recycle(
             prev,
             Task::new(
@@ -410,11 +417,7 @@ impl<'r> Orchestrator<'r> {
                 members,
                 args.block_num,
                 tensors,
-                // By value: the collect reuses the argument list's allocation.
-                std::mem::take(&mut args.scalars)
-                    .into_iter()
-                    .map(|(scalar, marked)| TaskScalar { scalar, marked })
-                    .collect(),
+                scalars,
                 buffers,
             ),
         );
