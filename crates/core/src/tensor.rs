@@ -287,6 +287,7 @@ impl ChipTensor {
     ///
     /// # Errors
     /// When the box leaves the view or the rank differs.
+    #[inline]
     pub fn view(&self, offsets: &[u32], shape: &[u32]) -> Result<ChipTensor, ShapeError> {
         if offsets.len() != self.ndims as usize || shape.len() != self.ndims as usize {
             return Err(ShapeError::Rank {

@@ -53,6 +53,7 @@ impl Tensor {
     ///
     /// # Errors
     /// [`RuntimeError::InvalidSubmit`] when the box leaves the tensor.
+    #[inline]
     pub fn view(&self, offsets: &[u32], shape: &[u32]) -> Result<Tensor, RuntimeError> {
         self.desc
             .view(offsets, shape)
@@ -140,6 +141,7 @@ const SPARE_MAX: usize = 64;
 
 impl TaskArgs {
     /// No arguments, one block.
+    #[inline]
     pub fn new() -> TaskArgs {
         let spare = SPARE.try_with(std::cell::Cell::take).ok().flatten();
         let (tensors, scalars) = spare.map_or_else(Default::default, |s| (s.tensors, s.scalars));
@@ -152,6 +154,7 @@ impl TaskArgs {
         }
     }
 
+    #[inline]
     fn tensor(mut self, a: TensorArg) -> TaskArgs {
         // One allocation for the usual task (up to 8 tensors), not one per doubling.
         if self.tensors.capacity() == 0 {
@@ -163,6 +166,7 @@ impl TaskArgs {
     }
 
     /// A tensor the task reads.
+    #[inline]
     pub fn input(self, t: &Tensor) -> TaskArgs {
         self.tensor(TensorArg::Existing(*t, ArgRole::Input))
     }
@@ -173,21 +177,25 @@ impl TaskArgs {
     }
 
     /// An existing tensor the task overwrites.
+    #[inline]
     pub fn output_existing(self, t: &Tensor) -> TaskArgs {
         self.tensor(TensorArg::Existing(*t, ArgRole::OutputExisting))
     }
 
     /// A tensor the task reads and writes.
+    #[inline]
     pub fn inout(self, t: &Tensor) -> TaskArgs {
         self.tensor(TensorArg::Existing(*t, ArgRole::InOut))
     }
 
     /// A tensor passed without dependency tracking.
+    #[inline]
     pub fn no_dep(self, t: &Tensor) -> TaskArgs {
         self.tensor(TensorArg::Existing(*t, ArgRole::NoDep))
     }
 
     /// A scalar.
+    #[inline]
     pub fn scalar(mut self, s: Scalar) -> TaskArgs {
         self.scalars.push((s, false));
         self.last_is_scalar = Some(true);
@@ -195,21 +203,25 @@ impl TaskArgs {
     }
 
     /// An f32 scalar.
+    #[inline]
     pub fn scalar_f32(self, v: f32) -> TaskArgs {
         self.scalar(Scalar::f32(v))
     }
 
     /// An i32 scalar.
+    #[inline]
     pub fn scalar_i32(self, v: i32) -> TaskArgs {
         self.scalar(Scalar::i32(v))
     }
 
     /// A u64 scalar.
+    #[inline]
     pub fn scalar_u64(self, v: u64) -> TaskArgs {
         self.scalar(Scalar::u64(v))
     }
 
     /// Mark the argument added last for selective dumping (levels 1 and 3).
+    #[inline]
     pub fn dump(mut self) -> TaskArgs {
         match self.last_is_scalar {
             Some(true) => self.scalars.last_mut().unwrap().1 = true,
