@@ -542,7 +542,12 @@ impl<'r> Orchestrator<'r> {
         let live = |t: &Arc<Task>| !t.is_complete();
         for t in &task.tensors {
             let tracked = !matches!(t.role, ArgRole::NoDep | ArgRole::Output);
-            let region = if tracked { Region::of(&t.desc) } else { None };
+            // `take_tensors` set every tracked descriptor's span.
+            let region = if tracked {
+                Region::of_spanned(&t.desc)
+            } else {
+                None
+            };
             regions.push(region);
             if !tracked {
                 continue;
