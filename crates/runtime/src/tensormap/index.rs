@@ -137,6 +137,11 @@ impl<T> Index<T> {
     /// Drop entries from the front while they are tombstones or their
     /// task has finished.
     pub fn retire(&mut self, live: &impl Fn(&T) -> bool) {
+        // An empty deque was cleared when it emptied (a compaction that
+        // empties it leaves only `base`, which nothing reads then).
+        if self.entries.is_empty() {
+            return;
+        }
         while let Some(e) = self.entries.front() {
             if e.who.as_ref().is_some_and(live) {
                 break;
