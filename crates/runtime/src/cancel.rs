@@ -80,8 +80,9 @@ impl CancelToken {
     /// the one handle on a run that other threads hold).
     pub fn run_progress(&self) -> Option<(u64, u64)> {
         let run = self.inner.run.lock().as_ref().and_then(Weak::upgrade)?;
-        let done = run.counters.completed.load(Ordering::Relaxed);
-        Some((done, done + run.outstanding.load(Ordering::Relaxed)))
+        // Completed first: every task it counts was submitted before.
+        let done = run.counters.completed.load(Ordering::Acquire);
+        Some((done, run.submitted.load(Ordering::Acquire).max(done)))
     }
 
     /// Route cancellation to the run `shared` (stopping it at once when

@@ -109,6 +109,8 @@ pub struct Orchestrator<'r> {
     deadline: Option<Instant>,
     timeout: Option<Duration>,
     peak_live: u64,
+    /// The last value of `counters.marked` read ([`Orchestrator::note_live`]).
+    marked_seen: u64,
     /// Dependency edges wired so far (each `Submitted::deps` entry).
     edges: u64,
     /// Scratch reused by every submit: the producers found, and each
@@ -158,6 +160,7 @@ impl<'r> Orchestrator<'r> {
             deadline: timeout.map(|t| Instant::now() + t),
             timeout,
             peak_live: 0,
+            marked_seen: 0,
             edges: 0,
             waited: Duration::ZERO,
             scratch_deps: Vec::new(),
@@ -320,7 +323,7 @@ impl<'r> Orchestrator<'r> {
                 Err(e) => {
                     // Completing tasks free GM; wait for one unless none is running.
                     let before = self.shared.counters.completed.load(Ordering::Acquire);
-                    if self.shared.outstanding.load(Ordering::Acquire) == 0 {
+                    if before == self.submitted {
                         return Err(e.into());
                     }
                     let shared = self.shared.clone();
@@ -447,10 +450,11 @@ impl<'r> Orchestrator<'r> {
         let dep_ids = self.wire(&task, &args.after);
         self.rings[ring].slots[slot] = Some(task.clone());
         self.rings[ring].next_local = local.wrapping_add(1);
-        self.shared.outstanding.fetch_add(1, Ordering::AcqRel);
-        // Occupied slots: submitted minus those whose task is marked complete.
-        let live_now = self.submitted - self.shared.counters.marked.load(Ordering::Acquire);
-        self.peak_live = self.peak_live.max(live_now);
+        // Before the task can run (its last fan-in goes below).
+        self.shared
+            .submitted
+            .store(self.submitted, Ordering::Release);
+        self.note_live();
         if let (Some(r), Some(t0)) = (&mut self.rec, t0) {
             let depth = self.scopes.len() as u32 - 1;
             r.submitted(&task, &args.after, depth, t0);
@@ -676,8 +680,20 @@ impl<'r> Orchestrator<'r> {
     /// Close the top scope and wait for every submitted task.
     pub(crate) fn finish(&mut self) -> Result<(), RuntimeError> {
         self.close_all_scopes();
-        let shared = self.shared.clone();
-        self.wait_until(|| shared.outstanding.load(Ordering::Acquire) == 0)
+        let (shared, submitted) = (self.shared.clone(), self.submitted);
+        self.wait_until(|| shared.counters.completed.load(Ordering::Acquire) == submitted)
+    }
+
+    /// Keep the peak of occupied slots (submitted minus marked complete).
+    /// `marked` only grows, so `submitted - marked_seen` bounds the slots
+    /// occupied now: the counter — a cache line the workers write on every
+    /// completion — is read only when that bound beats the peak (the peak
+    /// comes out the same).
+    fn note_live(&mut self) {
+        if self.submitted - self.marked_seen > self.peak_live {
+            self.marked_seen = self.shared.counters.marked.load(Ordering::Acquire);
+            self.peak_live = self.peak_live.max(self.submitted - self.marked_seen);
+        }
     }
 
     /// Every submitted task not yet complete: the rings hold them all (a

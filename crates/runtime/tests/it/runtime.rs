@@ -731,3 +731,29 @@ fn timed_out_run_leaves_an_incomplete_dump() {
     dump_of_failing_run(0, Some(Duration::from_millis(300)), "timeout after 0.3 s");
     GATES[5].store(true, Ordering::Release);
 }
+
+/// The peak of live tasks is exact: ten tasks held at a gate are all live
+/// at the tenth submit, and the run's progress counts them as submitted
+/// and not completed until the gate opens.
+#[test]
+fn peak_live_and_progress_count_tasks_held_at_a_gate() {
+    GATES[7].store(false, Ordering::Release);
+    let rt = runtime(4, 2);
+    let token = rt.cancel_token();
+    let x = rt.alloc_tensor(&[10, 4], DType::Float32).unwrap();
+    let report = rt
+        .run(&OrchArgs::new().tensor(x), |o, a| {
+            let x = a.tensor_at(0)?;
+            for i in 0..10 {
+                let row = x.view(&[i, 0], &[1, 4])?;
+                o.submit(Kernels::Aiv(0), TaskArgs::new().inout(&row).scalar_u64(7))?;
+            }
+            assert_eq!(token.run_progress(), Some((0, 10)), "all held");
+            GATES[7].store(true, Ordering::Release);
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(report.peak_live_tasks, 10);
+    assert_eq!(report.tasks, 10);
+    assert!(f32s(&rt, &x).iter().all(|&v| v == 1.0));
+}
