@@ -5,6 +5,7 @@ use std::sync::{
     Arc,
 };
 
+use crossbeam::utils::CachePadded;
 use parking_lot::Mutex;
 use simpler_chip::Gm;
 use simpler_core::{topology::Subtask, TaskId, TaskScalar, TaskTensor};
@@ -74,6 +75,17 @@ impl Members {
     pub fn as_slice(&self) -> &[Member] {
         &self.list[..usize::from(self.n)]
     }
+}
+
+/// A task's execution counters ([`Task`]'s `exec`).
+#[derive(Debug)]
+struct Exec {
+    /// Subtasks (blocks × members) not yet finished.
+    remaining: AtomicU32,
+    /// Blocks handed to cores so far (> 0: its inputs were recorded).
+    blocks_sent: AtomicU32,
+    /// Blocks whose every member finished.
+    blocks_done: AtomicU32,
 }
 
 #[derive(Debug, Default)]
@@ -179,12 +191,12 @@ pub(crate) struct Task {
     pub buffers: TaskBuffers,
     /// Unfinished dependencies + 1 while the orchestrator is still wiring it.
     fanin: AtomicU32,
-    /// Subtasks (blocks × members) not yet finished.
-    remaining: AtomicU32,
-    /// Blocks handed to cores so far (> 0: its inputs were recorded).
-    blocks_sent: AtomicU32,
-    /// Blocks whose every member finished.
-    blocks_done: AtomicU32,
+    /// The counters its workers update while it runs, on a cache line of
+    /// their own: the orchestrator polls `complete` (TensorMap retirement,
+    /// back-pressure) and would otherwise pull the line away between a
+    /// worker's read-modify-writes (perf, stop 23: the flood's workers
+    /// stalled on `blocks_sent`/`remaining`).
+    exec: CachePadded<Exec>,
     /// MIX only: members finished, per block (empty for one member).
     members_done: Box<[AtomicU8]>,
     complete: AtomicBool,
@@ -230,9 +242,11 @@ impl Task {
             scalars,
             buffers,
             fanin: AtomicU32::new(1),
-            remaining: AtomicU32::new(subtasks),
-            blocks_sent: AtomicU32::new(0),
-            blocks_done: AtomicU32::new(0),
+            exec: CachePadded::new(Exec {
+                remaining: AtomicU32::new(subtasks),
+                blocks_sent: AtomicU32::new(0),
+                blocks_done: AtomicU32::new(0),
+            }),
             members_done,
             complete: AtomicBool::new(false),
             failed: AtomicBool::new(false),
@@ -301,31 +315,33 @@ impl Task {
             }
         };
         if whole_block {
-            self.blocks_done.fetch_add(1, Ordering::Relaxed);
+            self.exec.blocks_done.fetch_add(1, Ordering::Relaxed);
         }
         // SeqCst: the race check's start of tracking pairs with it (see
         // `Races::on_submit`); a locked RMW on x86 whatever the ordering.
-        self.remaining.fetch_sub(1, Ordering::SeqCst) == 1
+        self.exec.remaining.fetch_sub(1, Ordering::SeqCst) == 1
     }
 
     /// True once its last subtask finished (SeqCst, for the race check).
     pub fn finishing(&self) -> bool {
-        self.remaining.load(Ordering::SeqCst) == 0
+        self.exec.remaining.load(Ordering::SeqCst) == 0
     }
 
     /// Blocks `0..=block` were handed to cores.
     pub fn mark_sent(&self, block: u32) {
-        self.blocks_sent.fetch_max(block + 1, Ordering::Relaxed);
+        self.exec
+            .blocks_sent
+            .fetch_max(block + 1, Ordering::Relaxed);
     }
 
     /// True once block 0 was handed to a core (its inputs were recorded).
     pub fn dispatched(&self) -> bool {
-        self.blocks_sent.load(Ordering::Relaxed) > 0
+        self.exec.blocks_sent.load(Ordering::Relaxed) > 0
     }
 
     /// Blocks whose every member finished.
     pub fn blocks_done(&self) -> u32 {
-        self.blocks_done.load(Ordering::Relaxed)
+        self.exec.blocks_done.load(Ordering::Relaxed)
     }
 
     /// Member func ids.
