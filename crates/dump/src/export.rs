@@ -14,7 +14,7 @@ use simpler_format::{
 
 use crate::{
     collector::{Collected, RunStatus},
-    kept::Kept,
+    kept::{Kept, RecordWriter},
     record::{role_name, upstream_role, TaskState, UnfinishedTask},
     DumpConfig, DumpLayout,
 };
@@ -60,8 +60,6 @@ fn write_lines_parallel(
     upstream: bool,
 ) -> std::io::Result<()> {
     use std::os::unix::fs::FileExt;
-    const FIRST: &[u8] = b"\n    ";
-    const NEXT: &[u8] = b",\n    ";
     const TAIL: &[u8] = b"\n  ]\n}\n";
     // No records is one empty block: block 0 always carries the header.
     let blocks: Vec<&[u32]> = match order.is_empty() {
@@ -78,25 +76,20 @@ fn write_lines_parallel(
         failed: false,
     });
     let ready = parking_lot::Condvar::new();
+    let room = c.tables.record_room();
     let work = |k: usize| -> std::io::Result<()> {
         // A worker that panics must not leave the others waiting for its turn.
         let _unblock = UnblockOnPanic(&turn, &ready);
         let mut buf = Vec::new();
+        let mut writer = RecordWriter::new(&c.tables);
         for (b, block) in blocks.iter().enumerate().skip(k).step_by(workers) {
-            buf.clear();
-            if b == 0 {
-                buf.extend_from_slice(head);
-                buf.extend_from_slice(open);
-            }
-            for (i, &p) in block.iter().enumerate() {
-                buf.extend_from_slice(if b == 0 && i == 0 { FIRST } else { NEXT });
-                let k = &c.kept[p as usize];
-                if upstream {
-                    crate::upstream::write_json(&c.tables, &mut buf, k);
-                } else {
-                    c.tables.write_json(&mut buf, k);
-                }
-            }
+            let head = (b == 0).then_some([head, open]);
+            let len = if upstream {
+                upstream_block(&mut buf, head, block, c)
+            } else {
+                native_block(&mut buf, &mut writer, room, head, block, &c.kept)
+            };
+            let bytes = &buf[..len];
             let at = {
                 let mut t = turn.lock();
                 while t.next_block != b && !t.failed {
@@ -106,18 +99,18 @@ fn write_lines_parallel(
                     return Ok(());
                 }
                 let at = t.offset;
-                t.offset += buf.len() as u64;
+                t.offset += bytes.len() as u64;
                 t.next_block += 1;
                 ready.notify_all();
                 at
             };
-            if let Err(e) = file.write_all_at(&buf, at) {
+            if let Err(e) = file.write_all_at(bytes, at) {
                 turn.lock().failed = true;
                 ready.notify_all();
                 return Err(e);
             }
             // The fsync at the end then finds this block on its way.
-            simpler_format::durable::start_writeback(file, at, buf.len() as u64);
+            simpler_format::durable::start_writeback(file, at, bytes.len() as u64);
         }
         Ok(())
     };
@@ -136,6 +129,76 @@ fn write_lines_parallel(
     file.write_all_at(TAIL, end)?;
     // An earlier, longer attempt may have left bytes beyond the end.
     file.set_len(end + TAIL.len() as u64)
+}
+
+/// Before the manifest's first record, and before each of the others.
+const FIRST: &[u8] = b"\n    ";
+const NEXT: &[u8] = b",\n    ";
+
+/// Format a block of our layout into `buf`: `head` (the manifest's start,
+/// for the first block) and the records of `block`, one per line; the
+/// block is `buf[..returned]`. `buf` is zero-filled room, grown to fit
+/// the worst case before each record ([`crate::kept::Tables::record_room`]
+/// is `room`) and kept across blocks, so a record is written without a
+/// capacity check per piece.
+fn native_block(
+    buf: &mut Vec<u8>,
+    writer: &mut RecordWriter<'_>,
+    room: usize,
+    head: Option<[&[u8]; 2]>,
+    block: &[u32],
+    kept: &[Kept],
+) -> usize {
+    let mut at = 0;
+    let mut put = |buf: &mut Vec<u8>, s: &[u8]| {
+        fit(buf, at + s.len());
+        buf[at..at + s.len()].copy_from_slice(s);
+        at += s.len();
+    };
+    let mut records = block.iter();
+    if let Some(parts) = head {
+        for part in parts {
+            put(buf, part);
+        }
+        if let Some(&p) = records.next() {
+            put(buf, FIRST);
+            fit(buf, at + room);
+            at += writer.write(&mut buf[at..], &kept[p as usize]);
+        }
+    }
+    for &p in records {
+        fit(buf, at + NEXT.len() + room);
+        buf[at..at + NEXT.len()].copy_from_slice(NEXT);
+        at += NEXT.len();
+        at += writer.write(&mut buf[at..], &kept[p as usize]);
+    }
+    at
+}
+
+/// Grow `buf` (zero-filled) to at least `len` bytes, doubling.
+#[inline]
+fn fit(buf: &mut Vec<u8>, len: usize) {
+    if buf.len() < len {
+        buf.resize(len.max(2 * buf.len()), 0);
+    }
+}
+
+/// [`native_block`] for the upstream layout, whose records serde writes.
+fn upstream_block(
+    buf: &mut Vec<u8>,
+    head: Option<[&[u8]; 2]>,
+    block: &[u32],
+    c: &Collected,
+) -> usize {
+    buf.clear();
+    for part in head.iter().flatten() {
+        buf.extend_from_slice(part);
+    }
+    for (i, &p) in block.iter().enumerate() {
+        buf.extend_from_slice(if head.is_some() && i == 0 { FIRST } else { NEXT });
+        crate::upstream::write_json(&c.tables, buf, &c.kept[p as usize]);
+    }
+    buf.len()
 }
 
 /// The manifest's header counters.

@@ -19,7 +19,8 @@
 
 use std::collections::HashMap;
 
-use simpler_core::{ArgRole, DType, Scalar, MAX_DIMS};
+use simpler_core::{ArgRole, DType, MAX_DIMS};
+use simpler_format::{scalar::ScalarValue, stream::Cursor};
 
 use crate::record::{role_name, role_rank, Stage, Subject, TensorRecord};
 
@@ -298,63 +299,138 @@ impl Tables {
         id
     }
 
-    /// Append the JSON of `k` — byte for byte what serde writes for the
-    /// same record as [`simpler_format::tensor_dump::Record`] (tested).
+    /// An upper bound on the bytes of any record's JSON that
+    /// [`RecordWriter::write`] writes for these tables: the longest
+    /// interned fragments and [`FIXED_ROOM`] for the rest.
+    pub fn record_room(&self) -> usize {
+        let layout = self.layouts.iter().map(|l| l.head.len() + l.mid.len());
+        let funcs = self.funcs.iter().map(Vec::len);
+        let role_stage = role_stage_table().iter().map(Vec::len);
+        FIXED_ROOM
+            + layout.max().unwrap_or(0)
+            + funcs.max().unwrap_or(0)
+            + role_stage.max().unwrap_or(0)
+    }
+}
+
+/// Room for every part of a record that is not an interned fragment:
+/// `{"task_id":"` and the id (30), the arg index (20), then for a tensor
+/// its start offset (20), address (3 + 18), `","bin_offset":` and the
+/// offset (15 + 20), `,"bin_size":` and the size (12 + 20) and the
+/// closing flags (38): 196; for a scalar its value ([`VALUE_ROOM`]),
+/// `,"bits":"`, the bits and `"}` (69).
+const FIXED_ROOM: usize = 256;
+
+/// Room for a scalar's value: an i64 or u64 (20), serde's shortest f32
+/// or f64 (at most 24) or a quoted `"-inf"` (6).
+const VALUE_ROOM: usize = 40;
+
+/// Formats kept records one after another, byte for byte what serde
+/// writes for the same record as [`simpler_format::tensor_dump::Record`]
+/// (tested, `kept_format_check.rs`).
+///
+/// A large dump formats hundreds of thousands of these after the run, on
+/// its critical path, so a record is a handful of copies into a slice
+/// sized once for the worst case ([`Tables::record_room`]), numbers
+/// written in place: the interned func-id and layout fragments, one
+/// fragment per (role, stage) pair ([`role_stage_table`]), and the text up
+/// to the role, which a task's records share, formatted once per task.
+pub(crate) struct RecordWriter<'t> {
+    tables: &'t Tables,
+    role_stage: &'static [Vec<u8>],
+    /// `{"task_id":"0x…","func_id":[…],"role":"` of the task and func-id
+    /// list in `prefix_of`.
+    prefix: Vec<u8>,
+    prefix_of: Option<(u64, u32)>,
+}
+
+impl<'t> RecordWriter<'t> {
+    pub fn new(tables: &'t Tables) -> Self {
+        RecordWriter {
+            tables,
+            role_stage: role_stage_table(),
+            prefix: Vec::new(),
+            prefix_of: None,
+        }
+    }
+
+    /// Write the JSON of `k` at the start of `buf` and return its length.
     ///
-    /// A large dump formats hundreds of thousands of these after the run,
-    /// so the text is put together from as few pieces as possible: the
-    /// interned func-id and layout fragments, and one fragment per (role,
-    /// stage) pair ([`role_stage`]).
-    pub fn write_json(&self, out: &mut Vec<u8>, k: &Kept) {
-        let layout = &self.layouts[k.layout as usize];
-        out.extend_from_slice(b"{\"task_id\":\"");
-        push_hex64(out, k.task_id);
-        out.extend_from_slice(&self.funcs[k.funcs as usize]);
-        out.extend_from_slice(role_stage(k));
-        push_int(out, k.arg_index);
-        out.extend_from_slice(&layout.head);
+    /// # Panics
+    /// When `buf` is shorter than [`Tables::record_room`].
+    pub fn write(&mut self, buf: &mut [u8], k: &Kept) -> usize {
+        if self.prefix_of != Some((k.task_id, k.funcs)) {
+            self.start_task(k);
+        }
+        let layout = &self.tables.layouts[k.layout as usize];
+        let role = usize::from(k.flags >> Flags::ROLE_SHIFT).min(ROLES.len() - 1);
+        let mut c = Cursor::new(buf);
+        c.raw(&self.prefix);
+        c.raw(&self.role_stage[role * Stage::ALL.len() + k.stage() as usize]);
+        c.u64(u64::from(k.arg_index));
+        c.raw(&layout.head);
         if k.is_scalar() {
-            let s = Scalar {
-                bits: k.addr_or_bits,
-                dtype: layout.dtype,
-            };
-            // Floats need the shortest round-trip form: serde_json (ryu) does it.
-            serde_json::to_writer(&mut *out, &simpler_format::scalar::encode(s.dtype, s.bits))
-                .expect("scalar serializes");
-            out.extend_from_slice(b",\"bits\":\"");
-            push_hex64(out, k.addr_or_bits);
-            out.extend_from_slice(b"\"}");
+            scalar_value(&mut c, layout.dtype, k.addr_or_bits);
+            c.raw(b",\"bits\":\"");
+            c.hex64(k.addr_or_bits);
+            c.raw(b"\"}");
         } else {
-            push_int(out, k.start_offset);
-            out.extend_from_slice(&layout.mid);
-            push_hex64(out, k.addr_or_bits);
-            out.extend_from_slice(b"\",\"bin_offset\":");
-            push_int(out, k.bin_offset);
-            out.extend_from_slice(b",\"bin_size\":");
-            push_int(out, k.bin_size);
-            out.extend_from_slice(if k.truncated() {
+            c.u64(k.start_offset);
+            c.raw(&layout.mid);
+            c.hex64(k.addr_or_bits);
+            c.raw(b"\",\"bin_offset\":");
+            c.u64(k.bin_offset);
+            c.raw(b",\"bin_size\":");
+            c.u64(k.bin_size);
+            c.raw(if k.truncated() {
                 b",\"truncated\":true,\"overwritten\":false}"
             } else {
                 b",\"truncated\":false,\"overwritten\":false}"
             });
         }
+        c.len()
+    }
+
+    /// Format the text up to the role for `k`'s task and func-id list.
+    fn start_task(&mut self, k: &Kept) {
+        let mut id = [0u8; 18];
+        self.prefix.clear();
+        self.prefix.extend_from_slice(b"{\"task_id\":\"");
+        self.prefix
+            .extend_from_slice(simpler_format::hex::format_into(k.task_id, &mut id).as_bytes());
+        self.prefix
+            .extend_from_slice(&self.tables.funcs[k.funcs as usize]);
+        self.prefix_of = Some((k.task_id, k.funcs));
+    }
+}
+
+/// A scalar's `value` as serde writes [`simpler_format::scalar::encode`]'s
+/// (integers in place; floats need the shortest round-trip form, which
+/// serde_json's ryu gives).
+fn scalar_value(c: &mut Cursor<'_>, dtype: DType, bits: u64) {
+    match simpler_format::scalar::encode(dtype, bits) {
+        ScalarValue::Int(v) => c.i64(v),
+        ScalarValue::UInt(v) => c.u64(v),
+        float => {
+            let mut text = [0u8; VALUE_ROOM];
+            let mut rest = &mut text[..];
+            serde_json::to_writer(&mut rest, &float).expect("a scalar's value fits its room");
+            let n = VALUE_ROOM - rest.len();
+            c.raw(&text[..n]);
+        }
     }
 }
 
 /// `input","stage":"before_dispatch","arg_index":` — the text from a
-/// record's role to its arg index, one per (role, stage) pair, built once
-/// from the format's names.
-fn role_stage(k: &Kept) -> &'static [u8] {
-    const STAGES: [Stage; 3] = [
-        Stage::BeforeDispatch,
-        Stage::AfterCompletion,
-        Stage::HangSnapshot,
-    ];
+/// record's role to its arg index, one per (role, stage) pair (`role *
+/// 3 + stage`), built once from the format's names.
+fn role_stage_table() -> &'static [Vec<u8>] {
     static TABLE: std::sync::OnceLock<Vec<Vec<u8>>> = std::sync::OnceLock::new();
-    let table = TABLE.get_or_init(|| {
-        let mut t = Vec::with_capacity(ROLES.len() * STAGES.len());
+    TABLE.get_or_init(|| {
+        let mut t = Vec::with_capacity(ROLES.len() * Stage::ALL.len());
         for role in ROLES {
-            for stage in STAGES {
+            // In the enum's order: a stage's discriminant indexes this.
+            for stage in Stage::ALL {
                 let mut s = role_name(role).as_bytes().to_vec();
                 s.extend_from_slice(b"\",\"stage\":\"");
                 s.extend_from_slice(stage.name().as_bytes());
@@ -363,10 +439,7 @@ fn role_stage(k: &Kept) -> &'static [u8] {
             }
         }
         t
-    });
-    let stage = STAGES.iter().position(|&s| s == k.stage()).unwrap_or(0);
-    let role = usize::from(k.flags >> Flags::ROLE_SHIFT).min(ROLES.len() - 1);
-    &table[role * STAGES.len() + stage]
+    })
 }
 
 fn layout_json(key: &LayoutKey) -> Layout {
@@ -392,7 +465,10 @@ fn layout_json(key: &LayoutKey) -> Layout {
             mid.extend_from_slice(b",\"is_contiguous\":");
             mid.extend_from_slice(if contiguous { b"true" } else { b"false" });
             mid.extend_from_slice(b",\"numel\":");
-            let numel: u64 = shape[..n].iter().map(|&x| u64::from(x)).product();
+            // Saturating, as `ChipTensor::numel` (the format's `numel`).
+            let numel = shape[..n]
+                .iter()
+                .fold(1u64, |p, &x| p.saturating_mul(u64::from(x)));
             push_int(&mut mid, numel);
             mid.extend_from_slice(b",\"addr\":\"");
             Layout {
@@ -416,18 +492,6 @@ fn layout_json(key: &LayoutKey) -> Layout {
             }
         }
     }
-}
-
-/// Append `0x%016x`.
-fn push_hex64(out: &mut Vec<u8>, v: u64) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut b = *b"0x0000000000000000";
-    for (i, pair) in b[2..].chunks_exact_mut(2).enumerate() {
-        let byte = (v >> (56 - 8 * i)) as u8;
-        pair[0] = DIGITS[usize::from(byte >> 4)];
-        pair[1] = DIGITS[usize::from(byte & 0xf)];
-    }
-    out.extend_from_slice(&b);
 }
 
 fn push_int(out: &mut Vec<u8>, v: impl itoa::Integer) {

@@ -11,7 +11,7 @@ use simpler_format::tensor_dump::{HexField, Record, StrictRecord};
 use simpler_format::upstream::ArgsRecord;
 use simpler_format::vocab::{Kind, Stage};
 
-use crate::kept::Tables;
+use crate::kept::{RecordWriter, Tables};
 use crate::record::{Subject, TensorRecord};
 
 fn format_record(r: &TensorRecord, base: u64) -> Record {
@@ -80,64 +80,156 @@ fn format_record(r: &TensorRecord, base: u64) -> Record {
     }
 }
 
+/// Scalar slots that need care: NaN, ±Inf, -0, subnormals and extremes of
+/// every float width, and the integers' sign bits and extremes.
+const SPECIAL_BITS: [u64; 20] = [
+    0x7fc0_0000, 0x7f80_0000, 0xff80_0000, 0x8000_0000, 1, 0x7f7f_ffff,
+    0x7e00, 0x7c00, 0xfc00, 0x8000, 0x7bff, 0x7fc0, 0x7f80, 0xff80, 0x7f7f,
+    0x8000_0000_0000_0000, u64::MAX, 0x7fff_ffff_ffff_ffff, 0x80, 0,
+];
+
 fn subject() -> impl Strategy<Value = Subject> {
     let dtype = (0u8..15).prop_map(|c| DType::from_code(c).unwrap());
+    let dims = proptest::collection::vec(any::<u32>(), 1..=5);
+    let small = proptest::collection::vec(1u32..6, 1..=5);
     let tensor = (
         dtype.clone(),
-        1u32..6,
-        1u32..6,
-        1u32..4,
+        prop_oneof![small, dims.clone()],
+        dims,
+        any::<u64>(),
         any::<u64>(),
         any::<bool>(),
     )
-        .prop_map(|(d, a, b, c, addr, t)| {
-            let base = ChipTensor::contiguous(addr >> 8, &[a, b, c], d);
-            Subject::Tensor(if t { base.transpose(0, 2) } else { base })
+        .prop_map(|(d, shape, strides, addr, start, contiguous)| {
+            let mut t = ChipTensor::contiguous(addr, &shape, d);
+            for (s, &x) in t.strides.iter_mut().zip(&strides) {
+                *s = x;
+            }
+            t.start_offset = start >> (start % 64);
+            t.is_contiguous = contiguous;
+            Subject::Tensor(t)
         });
-    let scalar = (dtype, any::<u64>()).prop_map(|(dtype, bits)| {
+    let bits = prop_oneof![any::<u64>(), proptest::sample::select(&SPECIAL_BITS[..])];
+    let scalar = (dtype, bits).prop_map(|(dtype, bits)| {
         let bits = bits & simpler_format::scalar::width_mask(dtype);
         Subject::Scalar(Scalar { bits, dtype })
     });
     prop_oneof![tensor, scalar]
 }
 
+/// A record of one of `tasks`, everything else drawn at random.
+fn record(tasks: [u64; 3]) -> impl Strategy<Value = TensorRecord> {
+    let roles = [
+        ArgRole::Input,
+        ArgRole::Output,
+        ArgRole::OutputExisting,
+        ArgRole::InOut,
+        ArgRole::NoDep,
+    ];
+    (
+        (subject(), 0usize..3, 1u8..4, any::<[u32; 3]>(), any::<bool>()),
+        (0usize..3, 0usize..5, 0u32..256, any::<bool>()),
+        (any::<u64>(), any::<u64>()),
+    )
+        .prop_map(
+            move |((subject, task, n_funcs, ids, small), (stage, role, arg, truncated), (at, len))| {
+                // Func ids small and shared (a task's records share them) or any.
+                let func_ids = if small { [0, 1, 2] } else { ids };
+                TensorRecord {
+                    task_id: TaskId(tasks[task]),
+                    func_ids,
+                    n_funcs,
+                    stage: Stage::ALL[stage],
+                    role: roles[role],
+                    arg_index: arg,
+                    subject,
+                    arena_offset: at >> (2 + at % 62),
+                    payload_len: len >> (len % 64),
+                    truncated,
+                }
+            },
+        )
+}
+
+fn records() -> impl Strategy<Value = Vec<TensorRecord>> {
+    any::<[u64; 3]>()
+        .prop_flat_map(|tasks| proptest::collection::vec(record(tasks), 1..48))
+        // Sorted by task as the export writes them, so that a task's
+        // records follow each other (and the writer's per-task text is
+        // reused), yet func-id lists change within a task at times.
+        .prop_map(|mut v| {
+            v.sort_by_key(|r| r.task_id.0);
+            v
+        })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2048))]
 
+    /// The export's writer, one for a whole sequence of records as the
+    /// export uses it, against serde on the format's type: every dtype's
+    /// scalars (special floats included), every role and stage (hang
+    /// snapshots), truncated records, long func-id lists, extreme shapes,
+    /// strides, offsets and sizes — and never more than the room the
+    /// export makes for a record.
     #[test]
-    fn kept_writer_matches_the_format_types_byte_for_byte(
-        subjects in proptest::collection::vec(subject(), 1..24),
-        task in any::<u64>(),
-        arg in 0u32..48,
-        n_funcs in 1u8..4,
-        stage in 0usize..3,
-        truncated in any::<bool>(),
-        role in 0usize..5,
-    ) {
-        let roles = [ArgRole::Input, ArgRole::Output, ArgRole::OutputExisting, ArgRole::InOut, ArgRole::NoDep];
+    fn kept_writer_matches_the_format_types_byte_for_byte(records in records()) {
+        const BASE: u64 = 4096;
         // One table for all, so interned layouts are met again.
         let mut tables = Tables::default();
-        for (i, &subject) in subjects.iter().enumerate() {
-            let r = TensorRecord {
-                task_id: TaskId(task),
-                func_ids: [0, 1, 2],
-                n_funcs,
-                stage: [Stage::BeforeDispatch, Stage::AfterCompletion, Stage::HangSnapshot][stage],
-                role: roles[role],
-                arg_index: arg,
-                subject,
-                arena_offset: 64 * i as u64,
-                payload_len: (i as u64) * 8,
-                truncated,
-            };
-            let k = tables.keep(&r, 4096);
-            let mut out = Vec::new();
-            tables.write_json(&mut out, &k);
-            let want = serde_json::to_vec(&format_record(&r, 4096)).unwrap();
-            prop_assert_eq!(String::from_utf8(out.clone()).unwrap(), String::from_utf8(want).unwrap());
-            let back: StrictRecord = serde_json::from_slice(&out).unwrap();
-            prop_assert_eq!(back.task_id.value, task);
+        let kept: Vec<_> = records.iter().map(|r| tables.keep(r, BASE)).collect();
+        let room = tables.record_room();
+        let mut writer = RecordWriter::new(&tables);
+        let mut buf = vec![0u8; room];
+        for (r, k) in records.iter().zip(&kept) {
+            let n = writer.write(&mut buf, k);
+            let out = &buf[..n];
+            let want = serde_json::to_vec(&format_record(r, BASE)).unwrap();
+            prop_assert_eq!(std::str::from_utf8(out).unwrap(), std::str::from_utf8(&want).unwrap());
+            let back: StrictRecord = serde_json::from_slice(out).unwrap();
+            prop_assert_eq!(back.task_id.value, r.task_id.0);
         }
+    }
+}
+
+/// The room the export makes for a record covers the longest record
+/// there is: five 10-digit dims and strides, the longest dtype name, three
+/// 10-digit func ids, the longest role and stage, 20-digit numbers, and
+/// the longest scalar values.
+#[test]
+fn the_longest_records_fit_their_room() {
+    let mut t = ChipTensor::contiguous(u64::MAX, &[u32::MAX; 5], DType::Fp8E4M3Fn);
+    t.strides = [u32::MAX; 5];
+    t.start_offset = u64::MAX;
+    let long = |subject| TensorRecord {
+        task_id: TaskId(u64::MAX),
+        func_ids: [u32::MAX; 3],
+        n_funcs: 3,
+        stage: Stage::BeforeDispatch,
+        role: ArgRole::OutputExisting,
+        arg_index: 255,
+        subject,
+        arena_offset: u64::MAX / 2,
+        payload_len: u64::MAX / 2 - 1,
+        truncated: true,
+    };
+    let scalars = [
+        Scalar { bits: 0x8000_0000_0000_0000, dtype: DType::Int64 },
+        Scalar { bits: u64::MAX, dtype: DType::Uint64 },
+        Scalar { bits: 0x8080_0001, dtype: DType::Float32 },
+        Scalar { bits: 0xff80_0000, dtype: DType::Float32 },
+    ];
+    let mut records = vec![long(Subject::Tensor(t))];
+    records.extend(scalars.map(|s| long(Subject::Scalar(s))));
+    let mut tables = Tables::default();
+    let kept: Vec<_> = records.iter().map(|r| tables.keep(r, u64::MAX / 2)).collect();
+    let room = tables.record_room();
+    let mut writer = RecordWriter::new(&tables);
+    let mut buf = vec![0u8; room];
+    for (r, k) in records.iter().zip(&kept) {
+        let n = writer.write(&mut buf, k);
+        let want = serde_json::to_vec(&format_record(r, u64::MAX / 2)).unwrap();
+        assert_eq!(&buf[..n], &want[..]);
     }
 }
 
@@ -164,7 +256,9 @@ fn written(r: &TensorRecord, base: u64, upstream: bool) -> Vec<u8> {
     if upstream {
         crate::upstream::write_json(&tables, &mut out, &k);
     } else {
-        tables.write_json(&mut out, &k);
+        out.resize(tables.record_room(), 0);
+        let n = RecordWriter::new(&tables).write(&mut out, &k);
+        out.truncate(n);
     }
     out
 }

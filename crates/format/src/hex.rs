@@ -57,14 +57,37 @@ impl Serialize for Hex64 {
 
 /// `0x%016x` into `buf` without allocating.
 pub fn format_into(v: u64, buf: &mut [u8; 18]) -> &str {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    buf[0] = b'0';
-    buf[1] = b'x';
-    for i in 0..16 {
-        buf[17 - i] = DIGITS[((v >> (4 * i)) & 0xf) as usize];
-    }
+    buf[..2].copy_from_slice(b"0x");
+    buf[2..].copy_from_slice(&digits16(v));
     // Only ASCII was written.
     std::str::from_utf8(buf).unwrap_or_default()
+}
+
+/// The 16 lowercase hex digits of `v`, most significant first.
+///
+/// Each half is spread a nibble per byte of a `u64` and turned into ASCII
+/// with a few word-wide operations (no table, no loop, ~25 instructions):
+/// a large dump's manifest writes two of these per record.
+#[inline]
+pub fn digits16(v: u64) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    out[..8].copy_from_slice(&ascii_nibbles((v >> 32) as u32).to_be_bytes());
+    out[8..].copy_from_slice(&ascii_nibbles(v as u32).to_be_bytes());
+    out
+}
+
+/// Byte `i` of the result is nibble `i` of `x` as a lowercase hex digit.
+#[inline]
+fn ascii_nibbles(x: u32) -> u64 {
+    let x = u64::from(x);
+    let x = (x | (x << 16)) & 0x0000_ffff_0000_ffff;
+    let x = (x | (x << 8)) & 0x00ff_00ff_00ff_00ff;
+    let x = (x | (x << 4)) & 0x0f0f_0f0f_0f0f_0f0f;
+    // Per byte n: b'0' + n, and 39 more (b'a' - b'0' - 10) when n ≥ 10,
+    // which is when n + 6 carries into bit 4. No byte overflows into the
+    // next: n + 6 ≤ 21 and b'0' + 15 + 39 = b'f'.
+    let letters = ((x + 0x0606_0606_0606_0606) >> 4) & 0x0101_0101_0101_0101;
+    x + 0x3030_3030_3030_3030 + letters * 39
 }
 
 impl<'de> Deserialize<'de> for Hex64 {
@@ -142,6 +165,20 @@ mod tests {
         let mut b = [0; 18];
         assert_eq!(format_into(0xdead, &mut b), "0x000000000000dead");
         assert_eq!(Hex64(u64::MAX).to_string(), "0xffffffffffffffff");
+    }
+
+    #[test]
+    fn digits_are_format_s_lowercase_hex() {
+        let mut v = 0x0123_4567_89ab_cdefu64;
+        for i in 0..20_000u64 {
+            for x in [v, i, u64::MAX - i, 1 << (i % 64), 0xa << (4 * (i % 16))] {
+                assert_eq!(digits16(x), *format!("{x:016x}").as_bytes(), "{x:#x}");
+            }
+            // A xorshift walk over the rest.
+            v ^= v << 13;
+            v ^= v >> 7;
+            v ^= v << 17;
+        }
     }
 
     #[test]

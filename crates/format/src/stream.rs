@@ -90,6 +90,101 @@ pub fn u64_val(b: &mut Vec<u8>, v: u64, num: &mut itoa::Buffer) {
     }
 }
 
+/// JSON formatted into a slice sized beforehand for the worst case of
+/// what goes in, for the per-record writers of the largest files: each
+/// piece is one bounds check and a copy (no capacity check, no growth),
+/// and numbers are written in place (no copy out of a digit buffer).
+///
+/// Every method panics when its piece does not fit: the caller sized the
+/// slice wrong. A number needs room for its longest form (20 bytes for a
+/// `u64`, 18 for a hex id) whatever its value.
+pub struct Cursor<'a> {
+    buf: &'a mut [u8],
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    /// Write from the start of `buf`.
+    #[inline]
+    pub fn new(buf: &'a mut [u8]) -> Self {
+        Cursor { buf, at: 0 }
+    }
+
+    /// Bytes written so far.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.at
+    }
+
+    /// Nothing written yet.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.at == 0
+    }
+
+    /// Append bytes as they are.
+    #[inline]
+    pub fn raw(&mut self, s: &[u8]) {
+        self.buf[self.at..self.at + s.len()].copy_from_slice(s);
+        self.at += s.len();
+    }
+
+    /// Append an unsigned integer (needs 20 bytes of room).
+    #[inline]
+    pub fn u64(&mut self, v: u64) {
+        let room: &mut [u8; 20] = (&mut self.buf[self.at..self.at + 20])
+            .try_into()
+            .expect("20 bytes");
+        self.at += put_u64(room, v);
+    }
+
+    /// Append a signed integer (needs 21 bytes of room).
+    #[inline]
+    pub fn i64(&mut self, v: i64) {
+        if v < 0 {
+            self.raw(b"-");
+        }
+        self.u64(v.unsigned_abs());
+    }
+
+    /// Append `0x%016x` (needs 18 bytes of room).
+    #[inline]
+    pub fn hex64(&mut self, v: u64) {
+        self.raw(b"0x");
+        self.raw(&crate::hex::digits16(v));
+    }
+}
+
+/// Two decimal digits for each of 0..100.
+const PAIRS: &[u8; 200] = b"\
+    0001020304050607080910111213141516171819\
+    2021222324252627282930313233343536373839\
+    4041424344454647484950515253545556575859\
+    6061626364656667686970717273747576777879\
+    8081828384858687888990919293949596979899";
+
+/// Write `v` in decimal at the start of `dst`; the number of digits.
+/// The digits go straight to their places, two at a time from the
+/// last, once their count is known.
+#[inline]
+pub fn put_u64(dst: &mut [u8; 20], v: u64) -> usize {
+    let n = v.checked_ilog10().map_or(1, |l| l as usize + 1);
+    let (mut v, mut end) = (v, n);
+    while v >= 100 {
+        let pair = (v % 100) as usize * 2;
+        v /= 100;
+        dst[end - 2..end].copy_from_slice(&PAIRS[pair..pair + 2]);
+        end -= 2;
+    }
+    if v >= 10 {
+        let pair = v as usize * 2;
+        dst[..2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    } else {
+        dst[0] = b'0' + v as u8;
+    }
+    n
+}
+
 /// Nothing in `s` needs escaping in JSON (control characters, `"`, `\`).
 #[inline]
 pub fn plain(s: &str) -> bool {
@@ -157,6 +252,45 @@ mod tests {
             b.i64(v);
             assert_eq!(b.bytes(), v.to_string().as_bytes(), "{v}");
         }
+    }
+
+    #[test]
+    fn the_cursor_writes_numbers_as_to_string_writes_them() {
+        let mut buf = [0u8; 64];
+        let mut v = 0x9e37_79b9_7f4a_7c15u64;
+        let mut values = vec![0, 9, 10, 99, 100, 101, 999, 1000, u64::MAX];
+        values.extend((0..20).map(|p| 10u64.pow(p)));
+        values.extend((1..20).map(|p| 10u64.pow(p) - 1));
+        for _ in 0..20_000 {
+            v ^= v << 13;
+            v ^= v >> 7;
+            v ^= v << 17;
+            values.push(v >> (v % 64));
+        }
+        for &v in &values {
+            let signed = v as i64;
+            let mut c = Cursor::new(&mut buf);
+            c.raw(b"[");
+            c.u64(v);
+            c.raw(b",");
+            c.i64(signed);
+            c.raw(b",");
+            c.hex64(v);
+            let n = c.len();
+            let want = format!("[{v},{signed},{:#018x}", v);
+            assert_eq!(std::str::from_utf8(&buf[..n]).unwrap(), want);
+        }
+        let mut c = Cursor::new(&mut buf);
+        c.i64(i64::MIN);
+        let n = c.len();
+        assert_eq!(&buf[..n], i64::MIN.to_string().as_bytes());
+    }
+
+    #[test]
+    #[should_panic]
+    fn a_cursor_without_room_for_a_number_panics() {
+        let mut buf = [0u8; 19];
+        Cursor::new(&mut buf).u64(1);
     }
 
     #[test]
