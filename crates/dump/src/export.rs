@@ -195,7 +195,11 @@ fn upstream_block(
         buf.extend_from_slice(part);
     }
     for (i, &p) in block.iter().enumerate() {
-        buf.extend_from_slice(if head.is_some() && i == 0 { FIRST } else { NEXT });
+        buf.extend_from_slice(if head.is_some() && i == 0 {
+            FIRST
+        } else {
+            NEXT
+        });
         crate::upstream::write_json(&c.tables, buf, &c.kept[p as usize]);
     }
     buf.len()

@@ -393,11 +393,10 @@ impl<'t> RecordWriter<'t> {
 
     /// Format the text up to the role for `k`'s task and func-id list.
     fn start_task(&mut self, k: &Kept) {
-        let mut id = [0u8; 18];
         self.prefix.clear();
-        self.prefix.extend_from_slice(b"{\"task_id\":\"");
+        self.prefix.extend_from_slice(b"{\"task_id\":\"0x");
         self.prefix
-            .extend_from_slice(simpler_format::hex::format_into(k.task_id, &mut id).as_bytes());
+            .extend_from_slice(&simpler_format::hex::digits16(k.task_id));
         self.prefix
             .extend_from_slice(&self.tables.funcs[k.funcs as usize]);
         self.prefix_of = Some((k.task_id, k.funcs));

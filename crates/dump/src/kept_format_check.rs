@@ -83,9 +83,26 @@ fn format_record(r: &TensorRecord, base: u64) -> Record {
 /// Scalar slots that need care: NaN, ±Inf, -0, subnormals and extremes of
 /// every float width, and the integers' sign bits and extremes.
 const SPECIAL_BITS: [u64; 20] = [
-    0x7fc0_0000, 0x7f80_0000, 0xff80_0000, 0x8000_0000, 1, 0x7f7f_ffff,
-    0x7e00, 0x7c00, 0xfc00, 0x8000, 0x7bff, 0x7fc0, 0x7f80, 0xff80, 0x7f7f,
-    0x8000_0000_0000_0000, u64::MAX, 0x7fff_ffff_ffff_ffff, 0x80, 0,
+    0x7fc0_0000,
+    0x7f80_0000,
+    0xff80_0000,
+    0x8000_0000,
+    1,
+    0x7f7f_ffff,
+    0x7e00,
+    0x7c00,
+    0xfc00,
+    0x8000,
+    0x7bff,
+    0x7fc0,
+    0x7f80,
+    0xff80,
+    0x7f7f,
+    0x8000_0000_0000_0000,
+    u64::MAX,
+    0x7fff_ffff_ffff_ffff,
+    0x80,
+    0,
 ];
 
 fn subject() -> impl Strategy<Value = Subject> {
@@ -127,12 +144,22 @@ fn record(tasks: [u64; 3]) -> impl Strategy<Value = TensorRecord> {
         ArgRole::NoDep,
     ];
     (
-        (subject(), 0usize..3, 1u8..4, any::<[u32; 3]>(), any::<bool>()),
+        (
+            subject(),
+            0usize..3,
+            1u8..4,
+            any::<[u32; 3]>(),
+            any::<bool>(),
+        ),
         (0usize..3, 0usize..5, 0u32..256, any::<bool>()),
         (any::<u64>(), any::<u64>()),
     )
         .prop_map(
-            move |((subject, task, n_funcs, ids, small), (stage, role, arg, truncated), (at, len))| {
+            move |(
+                (subject, task, n_funcs, ids, small),
+                (stage, role, arg, truncated),
+                (at, len),
+            )| {
                 // Func ids small and shared (a task's records share them) or any.
                 let func_ids = if small { [0, 1, 2] } else { ids };
                 TensorRecord {
@@ -214,15 +241,30 @@ fn the_longest_records_fit_their_room() {
         truncated: true,
     };
     let scalars = [
-        Scalar { bits: 0x8000_0000_0000_0000, dtype: DType::Int64 },
-        Scalar { bits: u64::MAX, dtype: DType::Uint64 },
-        Scalar { bits: 0x8080_0001, dtype: DType::Float32 },
-        Scalar { bits: 0xff80_0000, dtype: DType::Float32 },
+        Scalar {
+            bits: 0x8000_0000_0000_0000,
+            dtype: DType::Int64,
+        },
+        Scalar {
+            bits: u64::MAX,
+            dtype: DType::Uint64,
+        },
+        Scalar {
+            bits: 0x8080_0001,
+            dtype: DType::Float32,
+        },
+        Scalar {
+            bits: 0xff80_0000,
+            dtype: DType::Float32,
+        },
     ];
     let mut records = vec![long(Subject::Tensor(t))];
     records.extend(scalars.map(|s| long(Subject::Scalar(s))));
     let mut tables = Tables::default();
-    let kept: Vec<_> = records.iter().map(|r| tables.keep(r, u64::MAX / 2)).collect();
+    let kept: Vec<_> = records
+        .iter()
+        .map(|r| tables.keep(r, u64::MAX / 2))
+        .collect();
     let room = tables.record_room();
     let mut writer = RecordWriter::new(&tables);
     let mut buf = vec![0u8; room];

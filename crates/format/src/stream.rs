@@ -163,12 +163,41 @@ const PAIRS: &[u8; 200] = b"\
     6061626364656667686970717273747576777879\
     8081828384858687888990919293949596979899";
 
+/// 10^i for i in 0..20.
+const POW10: [u64; 20] = {
+    let mut p = [1u64; 20];
+    let mut i = 1;
+    while i < 20 {
+        p[i] = p[i - 1] * 10;
+        i += 1;
+    }
+    p
+};
+
+/// Decimal digits of `v`: from its bit length (`bits · log10 2 ≈ bits ·
+/// 1233 / 4096` gives the count or one less) and one comparison, in a few
+/// instructions where `ilog10` took ~35 per number (callgrind). `v | 1`
+/// makes 0 count one digit without changing any other count (powers of
+/// ten above 1 are even).
+#[inline]
+pub fn decimal_len(v: u64) -> usize {
+    let v = v | 1;
+    let t = ((64 - v.leading_zeros()) * 1233 >> 12) as usize;
+    t + usize::from(v >= POW10[t])
+}
+
 /// Write `v` in decimal at the start of `dst`; the number of digits.
-/// The digits go straight to their places, two at a time from the
-/// last, once their count is known.
+/// One digit (arg indices, zero offsets) is written at once; longer
+/// numbers go straight to their places, two digits at a time from the
+/// last, once their count is known. (Four at a time measured more
+/// instructions per record, callgrind: the function stopped being inlined.)
 #[inline]
 pub fn put_u64(dst: &mut [u8; 20], v: u64) -> usize {
-    let n = v.checked_ilog10().map_or(1, |l| l as usize + 1);
+    if v < 10 {
+        dst[0] = b'0' + v as u8;
+        return 1;
+    }
+    let n = decimal_len(v);
     let (mut v, mut end) = (v, n);
     while v >= 100 {
         let pair = (v % 100) as usize * 2;
@@ -261,6 +290,8 @@ mod tests {
         let mut values = vec![0, 9, 10, 99, 100, 101, 999, 1000, u64::MAX];
         values.extend((0..20).map(|p| 10u64.pow(p)));
         values.extend((1..20).map(|p| 10u64.pow(p) - 1));
+        values.extend((1..20).map(|p| 10u64.pow(p) + 1));
+        values.extend((0..64).flat_map(|k| [1u64 << k, (1u64 << k) - 1]));
         for _ in 0..20_000 {
             v ^= v << 13;
             v ^= v >> 7;
@@ -268,6 +299,7 @@ mod tests {
             values.push(v >> (v % 64));
         }
         for &v in &values {
+            assert_eq!(decimal_len(v), v.to_string().len(), "{v}");
             let signed = v as i64;
             let mut c = Cursor::new(&mut buf);
             c.raw(b"[");
