@@ -122,9 +122,9 @@ pub(crate) enum LayoutKey {
 pub(crate) struct Layout {
     /// Tensor: `,"kind":"tensor","dtype":…,"strides":[…],"start_offset":`;
     /// scalar: everything from `,"kind"` to `"value":`.
-    pub head: Vec<u8>,
+    pub head: Frag,
     /// Tensor: `,"is_contiguous":…,"numel":…,"addr":"`; scalar: empty.
-    pub mid: Vec<u8>,
+    pub mid: Frag,
     /// Scalar dtype (for its value).
     pub dtype: DType,
     /// What the fragments were made from (for the upstream layout's writer).
@@ -138,7 +138,7 @@ pub(crate) struct Tables {
     layout_ids: HashMap<LayoutKey, u32>,
     /// `","func_id":[f0,f1],"role":"` per func-id list: the text
     /// between a record's task id and its role.
-    pub funcs: Vec<Vec<u8>>,
+    pub funcs: Vec<Frag>,
     /// The same lists as numbers.
     pub func_lists: Vec<Vec<u32>>,
     func_ids: HashMap<([u32; 3], u8), u32>,
@@ -291,7 +291,7 @@ impl Tables {
             let mut s = b"\",\"func_id\":".to_vec();
             push_list(&mut s, &ids[..usize::from(key.1)]);
             s.extend_from_slice(b",\"role\":\"");
-            self.funcs.push(s);
+            self.funcs.push(Frag::new(s));
             self.func_lists.push(ids[..usize::from(key.1)].to_vec());
             (self.funcs.len() - 1) as u32
         });
@@ -303,17 +303,68 @@ impl Tables {
     /// [`RecordWriter::write`] writes for these tables: the longest
     /// interned fragments and [`FIXED_ROOM`] for the rest.
     pub fn record_room(&self) -> usize {
-        let layout = self.layouts.iter().map(|l| l.head.len() + l.mid.len());
-        let funcs = self.funcs.iter().map(Vec::len);
-        let role_stage = role_stage_table().iter().map(Vec::len);
+        let layout = self.layouts.iter().map(|l| l.head.len + l.mid.len);
+        let funcs = self.funcs.iter().map(|f| f.len);
+        let role_stage = role_stage_table().iter().map(|f| f.len);
         FIXED_ROOM
+            + PAD
             + layout.max().unwrap_or(0)
             + funcs.max().unwrap_or(0)
             + role_stage.max().unwrap_or(0)
     }
 }
 
-/// Room for every part of a record that is not an interned fragment:
+/// Interned text padded with zeros to 64 or [`PAD`] bytes when it is
+/// shorter, so that it is copied whole, inline ([`Cursor::raw_padded`]);
+/// longer text is copied by its length.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Frag {
+    /// The text, then zeros up to its size class.
+    padded: Vec<u8>,
+    /// Bytes of text.
+    pub len: usize,
+}
+
+/// The larger padded size of short fragments (a record's pieces are 20
+/// to 110 bytes; most under 64). Also the most a padded copy writes
+/// beyond a fragment's end, which [`Tables::record_room`] makes room for.
+const PAD: usize = 128;
+
+impl Frag {
+    fn new(text: Vec<u8>) -> Frag {
+        let mut f = Frag::default();
+        f.set(&[&text]);
+        f
+    }
+
+    /// Make this the concatenation of `parts`, reusing its buffer.
+    fn set(&mut self, parts: &[&[u8]]) {
+        self.padded.clear();
+        for p in parts {
+            self.padded.extend_from_slice(p);
+        }
+        self.len = self.padded.len();
+        match self.len {
+            0..64 => self.padded.resize(64, 0),
+            64..PAD => self.padded.resize(PAD, 0),
+            _ => {}
+        }
+    }
+
+    #[inline]
+    fn put(&self, c: &mut Cursor<'_>) {
+        if let Ok(padded) = <&[u8; 64]>::try_from(&self.padded[..]) {
+            c.raw_padded(padded, self.len);
+        } else if let Ok(padded) = <&[u8; PAD]>::try_from(&self.padded[..]) {
+            c.raw_padded(padded, self.len);
+        } else {
+            c.raw(&self.padded[..self.len]);
+        }
+    }
+}
+
+/// Room for every part of a record that is not an interned fragment
+/// (beyond them, [`PAD`] for the padded copies):
 /// `{"task_id":"` and the id (30), the arg index (20), then for a tensor
 /// its start offset (20), address (3 + 18), `","bin_offset":` and the
 /// offset (15 + 20), `,"bin_size":` and the size (12 + 20) and the
@@ -337,10 +388,10 @@ const VALUE_ROOM: usize = 40;
 /// to the role, which a task's records share, formatted once per task.
 pub(crate) struct RecordWriter<'t> {
     tables: &'t Tables,
-    role_stage: &'static [Vec<u8>],
+    role_stage: &'static [Frag],
     /// `{"task_id":"0x…","func_id":[…],"role":"` of the task and func-id
     /// list in `prefix_of`.
-    prefix: Vec<u8>,
+    prefix: Frag,
     prefix_of: Option<(u64, u32)>,
 }
 
@@ -349,7 +400,7 @@ impl<'t> RecordWriter<'t> {
         RecordWriter {
             tables,
             role_stage: role_stage_table(),
-            prefix: Vec::new(),
+            prefix: Frag::default(),
             prefix_of: None,
         }
     }
@@ -365,10 +416,10 @@ impl<'t> RecordWriter<'t> {
         let layout = &self.tables.layouts[k.layout as usize];
         let role = usize::from(k.flags >> Flags::ROLE_SHIFT).min(ROLES.len() - 1);
         let mut c = Cursor::new(buf);
-        c.raw(&self.prefix);
-        c.raw(&self.role_stage[role * Stage::ALL.len() + k.stage() as usize]);
+        self.prefix.put(&mut c);
+        self.role_stage[role * Stage::ALL.len() + k.stage() as usize].put(&mut c);
         c.u64(u64::from(k.arg_index));
-        c.raw(&layout.head);
+        layout.head.put(&mut c);
         if k.is_scalar() {
             scalar_value(&mut c, layout.dtype, k.addr_or_bits);
             c.raw(b",\"bits\":\"");
@@ -376,7 +427,7 @@ impl<'t> RecordWriter<'t> {
             c.raw(b"\"}");
         } else {
             c.u64(k.start_offset);
-            c.raw(&layout.mid);
+            layout.mid.put(&mut c);
             c.hex64(k.addr_or_bits);
             c.raw(b"\",\"bin_offset\":");
             c.u64(k.bin_offset);
@@ -393,12 +444,12 @@ impl<'t> RecordWriter<'t> {
 
     /// Format the text up to the role for `k`'s task and func-id list.
     fn start_task(&mut self, k: &Kept) {
-        self.prefix.clear();
-        self.prefix.extend_from_slice(b"{\"task_id\":\"0x");
-        self.prefix
-            .extend_from_slice(&simpler_format::hex::digits16(k.task_id));
-        self.prefix
-            .extend_from_slice(&self.tables.funcs[k.funcs as usize]);
+        let funcs = &self.tables.funcs[k.funcs as usize];
+        self.prefix.set(&[
+            b"{\"task_id\":\"0x",
+            &simpler_format::hex::digits16(k.task_id),
+            &funcs.padded[..funcs.len],
+        ]);
         self.prefix_of = Some((k.task_id, k.funcs));
     }
 }
@@ -423,8 +474,8 @@ fn scalar_value(c: &mut Cursor<'_>, dtype: DType, bits: u64) {
 /// `input","stage":"before_dispatch","arg_index":` — the text from a
 /// record's role to its arg index, one per (role, stage) pair (`role *
 /// 3 + stage`), built once from the format's names.
-fn role_stage_table() -> &'static [Vec<u8>] {
-    static TABLE: std::sync::OnceLock<Vec<Vec<u8>>> = std::sync::OnceLock::new();
+fn role_stage_table() -> &'static [Frag] {
+    static TABLE: std::sync::OnceLock<Vec<Frag>> = std::sync::OnceLock::new();
     TABLE.get_or_init(|| {
         let mut t = Vec::with_capacity(ROLES.len() * Stage::ALL.len());
         for role in ROLES {
@@ -434,7 +485,7 @@ fn role_stage_table() -> &'static [Vec<u8>] {
                 s.extend_from_slice(b"\",\"stage\":\"");
                 s.extend_from_slice(stage.name().as_bytes());
                 s.extend_from_slice(b"\",\"arg_index\":");
-                t.push(s);
+                t.push(Frag::new(s));
             }
         }
         t
@@ -471,8 +522,8 @@ fn layout_json(key: &LayoutKey) -> Layout {
             push_int(&mut mid, numel);
             mid.extend_from_slice(b",\"addr\":\"");
             Layout {
-                head,
-                mid,
+                head: Frag::new(head),
+                mid: Frag::new(mid),
                 dtype,
                 key: key_copy,
             }
@@ -484,8 +535,8 @@ fn layout_json(key: &LayoutKey) -> Layout {
                 b"\",\"shape\":[],\"strides\":[],\"start_offset\":0,\"is_contiguous\":true,\"numel\":1,\"bin_offset\":0,\"bin_size\":0,\"truncated\":false,\"overwritten\":false,\"value\":",
             );
             Layout {
-                head,
-                mid,
+                head: Frag::new(head),
+                mid: Frag::new(mid),
                 dtype,
                 key: key_copy,
             }
