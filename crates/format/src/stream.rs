@@ -194,7 +194,7 @@ const POW10: [u64; 20] = {
 #[inline]
 pub fn decimal_len(v: u64) -> usize {
     let v = v | 1;
-    let t = ((64 - v.leading_zeros()) * 1233 >> 12) as usize;
+    let t = (((64 - v.leading_zeros()) * 1233) >> 12) as usize;
     t + usize::from(v >= POW10[t])
 }
 
