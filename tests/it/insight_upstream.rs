@@ -510,12 +510,21 @@ fn all_reports_a_dispatch_that_cannot_be_rebuilt() {
         ],
     );
     assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
-    assert!(
-        o.stdout
-            .contains("FAILED: dispatch 0, task 0x0000000200000000 func 0:"),
-        "{}",
-        o.stdout
-    );
+    // Task 0's dispatch id: the workers number dispatches as they start
+    // them, so another task's may come first.
+    let kargs: Value = serde_json::from_slice(
+        &fs::read(cwd.join("run/tensor_dump/kernel_args_dump.json")).unwrap(),
+    )
+    .unwrap();
+    let id = kargs["dispatches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["task_id"] == "0x0000000200000000")
+        .and_then(|d| d["dispatch_id"].as_u64())
+        .unwrap();
+    let want = format!("FAILED: dispatch {id}, task 0x0000000200000000 func 0:");
+    assert!(o.stdout.contains(&want), "{want}\n{}", o.stdout);
     assert!(
         o.stdout.contains("are the two dumps from different runs?"),
         "{}",
