@@ -729,17 +729,23 @@ impl Gm {
         })
     }
 
-    /// Append a view's bytes, gathered row-major, to `out`: the dump's hot
-    /// path, without the allocator lock. The view's span (computed from
-    /// its shape, strides and offset, overflow-checked) must lie inside the
-    /// mapping; that it lies in a live allocation is the caller's promise —
-    /// the runtime checks every task's views at submission and keeps their
-    /// buffers alive until the dump has read them. Kernels cannot reach
-    /// this (their GM handle is checked).
+    /// Fill `dst` with the first `dst.len()` bytes of a view, gathered
+    /// row-major (all of them when `dst.len()` is the view's size): the
+    /// dump's hot path, without the allocator lock, straight into the
+    /// caller's buffer (a dump arena the disk then reads as it is). Every
+    /// byte of `dst` is written — the view's, or zero past a view with no
+    /// elements — so a reused buffer never shows an earlier capture. The
+    /// view's span (computed from its shape, strides and offset,
+    /// overflow-checked) must lie inside the mapping; that it lies in a
+    /// live allocation is the caller's promise — the runtime checks every
+    /// task's views at submission and keeps their buffers alive until the
+    /// dump has read them. Kernels cannot reach this (their GM handle is
+    /// checked).
     ///
     /// # Errors
-    /// When the span overflows or leaves the mapping (`out` unchanged).
-    pub fn gather_append(&self, view: &ChipTensor, out: &mut Vec<u8>) -> KResult<()> {
+    /// When the span overflows or leaves the mapping, or `dst` is longer
+    /// than the view (`dst` unchanged).
+    pub fn gather_prefix(&self, view: &ChipTensor, dst: &mut [u8]) -> KResult<()> {
         let span = view.byte_span()?;
         if !span.is_empty() && !self.mapped(span.start, span.len()) {
             return Err(KernelError::GmOutOfBounds {
@@ -748,12 +754,24 @@ impl Gm {
                 near: None,
             });
         }
-        out.reserve(view.nbytes() as usize);
+        if dst.len() as u64 > view.nbytes() {
+            return Err(KernelError::msg(format!(
+                "gather of {} bytes from a {}-byte view",
+                dst.len(),
+                view.nbytes()
+            )));
+        }
         let es = view.dtype.size() as u64;
+        let mut pos = 0;
         view.for_each_run(|off, n| {
-            let at = self.offset(view.addr + off * es);
-            self.mem.load_append(at, (n * es) as usize, out);
+            let n = ((n * es) as usize).min(dst.len() - pos);
+            if n > 0 {
+                let at = self.offset(view.addr + off * es);
+                self.mem.load(at, &mut dst[pos..pos + n]);
+                pos += n;
+            }
         });
+        dst[pos..].fill(0);
         Ok(())
     }
 }
@@ -1101,12 +1119,14 @@ mod tests {
         let all: &[f32] = bytemuck::cast_slice(&all);
         assert_eq!(all[8], 0.0);
         assert_eq!(all[11], 11.0);
-        let mut appended = vec![7u8];
-        gm.gather_append(&v, &mut appended).unwrap();
         let mut direct = vec![0u8; 24];
         gm.gather(&v, &mut direct).unwrap();
-        assert_eq!(appended[0], 7);
-        assert_eq!(&appended[1..], &direct[..]);
+        for n in [0, 1, 5, 12, 13, 24] {
+            let mut prefix = vec![0xEEu8; n];
+            gm.gather_prefix(&v, &mut prefix).unwrap();
+            assert_eq!(prefix, direct[..n], "the first {n} bytes");
+        }
+        assert!(gm.gather_prefix(&v, &mut [0u8; 25]).is_err(), "longer than the view");
         let mut bad = t;
         bad.start_offset = 1; // one element past the 96 requested bytes
         assert!(gm.gather(&bad, &mut [0u8; 96]).is_err());
@@ -1117,8 +1137,8 @@ mod tests {
         assert!(matches!(e, KernelError::GmOutOfBounds { .. }), "{e}");
         let mut outside = t;
         outside.start_offset = 1 << 20; // beyond the whole mapping
-        let mut out = vec![1u8];
-        assert!(gm.gather_append(&outside, &mut out).is_err());
-        assert_eq!(out, [1], "a failed gather leaves the buffer as it was");
+        let mut out = [1u8; 8];
+        assert!(gm.gather_prefix(&outside, &mut out).is_err());
+        assert_eq!(out, [1; 8], "a failed gather leaves the buffer as it was");
     }
 }

@@ -170,47 +170,6 @@ impl SharedBytes {
         self.load_part(off + head + words * WORD, t);
     }
 
-    /// Append `n` bytes from offset `off` to `out`, loaded straight into
-    /// its spare capacity: one pass, no zero-filling first (a dump
-    /// capture appends every dumped tensor this way).
-    ///
-    /// # Panics
-    /// If the range leaves the mapping (callers check first).
-    pub fn load_append(&self, off: usize, n: usize, out: &mut Vec<u8>) {
-        assert!(self.in_range(off, n), "load outside the mapping");
-        out.reserve(n);
-        let dst = &mut out.spare_capacity_mut()[..n];
-        let (head, words) = Self::split(off, n);
-        let (h, rest) = dst.split_at_mut(head);
-        let (mid, t) = rest.split_at_mut(words * WORD);
-        self.load_part_uninit(off, h);
-        for (w, chunk) in self
-            .words(off + head, words)
-            .iter()
-            .zip(mid.chunks_exact_mut(WORD))
-        {
-            let bytes = w.load(Relaxed).to_ne_bytes();
-            for (d, b) in chunk.iter_mut().zip(bytes) {
-                d.write(b);
-            }
-        }
-        self.load_part_uninit(off + head + words * WORD, t);
-        let len = out.len() + n;
-        // SAFETY: `reserve` made room for `n` more bytes, and the head,
-        // the words and the tail above wrote every one of those `n`.
-        unsafe { out.set_len(len) };
-    }
-
-    /// [`Self::load_part`] into bytes not yet initialised.
-    fn load_part_uninit(&self, off: usize, dst: &mut [std::mem::MaybeUninit<u8>]) {
-        let mut w = [0u8; WORD];
-        let n = dst.len();
-        self.load_part(off, &mut w[..n]);
-        for (d, b) in dst.iter_mut().zip(w) {
-            d.write(b);
-        }
-    }
-
     /// Bytes inside one word (`dst` may be empty).
     fn load_part(&self, off: usize, dst: &mut [u8]) {
         if dst.is_empty() {
@@ -320,21 +279,6 @@ mod tests {
         assert!(all[3..53].iter().all(|&b| b == 0));
         assert_eq!(&all[..3], &[0xEE; 3]);
         assert!(all[53..].iter().all(|&b| b == 0xEE));
-    }
-
-    #[test]
-    fn load_append_matches_load_at_every_alignment() {
-        let m = SharedBytes::new(4096).unwrap();
-        let bytes: Vec<u8> = (0..4096u32).map(|i| (i * 7 % 251) as u8).collect();
-        m.store(0, &bytes);
-        let mut cases = vec![(5, 1024), (1, 1025), (7, 3000), (0, 4096)];
-        cases.extend((0..17).flat_map(|off| (0..41).map(move |n| (off, n))));
-        for (off, n) in cases {
-            let mut out = vec![9u8];
-            m.load_append(off, n, &mut out);
-            assert_eq!(out[0], 9);
-            assert_eq!(&out[1..], &bytes[off..off + n], "{off}+{n}");
-        }
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //!
 //! Producers send full [`Batch`]es over a bounded channel; the collector,
 //! running during execution, appends each batch's arena to `tensor_dump.bin`
-//! ([`crate::payload_file`]: direct I/O where the file system takes it),
+//! ([`crate::payload_file`]: direct I/O where the file system takes it,
+//! from the arena's own memory when the producer cut it to whole blocks,
+//! [`crate::carry`]),
 //! keeps each record — compacted by its producer ([`crate::kept`]) — with
 //! its payload offset moved into the file's (the JSON is formatted at
 //! export, in parallel), and returns the emptied batch to a
@@ -27,6 +29,8 @@ use crossbeam::channel::{self, Receiver, Sender};
 use parking_lot::Mutex;
 
 use crate::{
+    arena::{Arena, ALIGN},
+    carry::PayloadHint,
     durable::TempFile,
     kept::{Kept, Tables},
     payload_file::PayloadFile,
@@ -42,7 +46,7 @@ pub(crate) struct Batch {
     /// Orchestration-argument and dispatch records.
     pub records: Vec<Record>,
     /// Tensor payload, appended to `tensor_dump.bin` as is.
-    pub arena: Vec<u8>,
+    pub arena: Arena,
     /// Captured dispatch argument arrays (formatted, never written raw).
     pub side: Vec<u8>,
 }
@@ -59,6 +63,8 @@ pub(crate) struct Shared {
     /// Layouts and func-id lists of the tensor-dump records, interned by
     /// the producers ([`crate::kept::Interner`]).
     pub tables: Mutex<Tables>,
+    /// The `.bin`'s end, for producers' cuts (written by the collector).
+    pub hint: Arc<PayloadHint>,
 }
 
 /// Records discarded by the drop policy, per kind of record (and so per file).
@@ -89,7 +95,7 @@ impl Shared {
         self.free.take().unwrap_or_else(|| Batch {
             kept: Vec::with_capacity(self.record_cap),
             records: Vec::new(),
-            arena: Vec::with_capacity(self.cfg.arena_bytes.min(64 << 20)),
+            arena: Arena::with_capacity(self.cfg.arena_bytes.min(64 << 20)),
             side: Vec::new(),
         })
     }
@@ -134,8 +140,8 @@ impl FreePool {
         b.arena.clear();
         b.side.clear();
         // A batch that carried an oversized tensor does not keep its memory.
-        if b.arena.capacity() > self.arena_bytes {
-            b.arena = Vec::with_capacity(self.arena_bytes);
+        if b.arena.capacity() > self.arena_bytes.next_multiple_of(ALIGN) {
+            b.arena = Arena::with_capacity(self.arena_bytes);
         }
         let mut g = self.batches.lock();
         if g.len() < self.cap {
@@ -235,17 +241,35 @@ fn sync_parents(created_dirs: &[PathBuf]) {
     }
 }
 
-fn collector_main(
+/// What the collector thread is given.
+struct CollectorSetup {
     rx: Receiver<Batch>,
     free: Arc<FreePool>,
+    hint: Arc<PayloadHint>,
     bin: Option<TempFile>,
     hook: Arc<FailureHook>,
     created_dirs: Vec<PathBuf>,
-) -> Collected {
+}
+
+fn collector_main(setup: CollectorSetup) -> Collected {
+    let CollectorSetup {
+        rx,
+        free,
+        hint,
+        bin,
+        hook,
+        created_dirs,
+    } = setup;
     sync_parents(&created_dirs);
     let mut payload = bin
         .as_ref()
         .map(|b| PayloadFile::new(b.file(), STAGING_BYTES, true));
+    let publish = |p: Option<&PayloadFile>| {
+        if let Some(p) = p {
+            hint.publish(p.is_direct(), p.appended(), p.zero_copy());
+        }
+    };
+    publish(payload.as_ref());
     let mut c = Collected {
         kept: Vec::new(),
         tables: Tables::default(),
@@ -265,7 +289,8 @@ fn collector_main(
         let mut failed = None;
         if c.bin_error.is_none() && !batch.arena.is_empty() {
             if let (Some(bin), Some(p)) = (&c.bin, &mut payload) {
-                failed = p.append(bin.file(), &batch.arena).err();
+                failed = p.append_arena(bin.file(), &batch.arena).err();
+                publish(Some(&*p));
             }
         }
         keep_records(&mut c, &batch, base);
@@ -449,6 +474,7 @@ impl DumpSession {
         };
         let (tx, rx) = channel::bounded(cfg.queue_buffers);
         let free = Arc::new(FreePool::new(cfg.queue_buffers + 4, cfg.arena_bytes));
+        let hint = Arc::new(PayloadHint::default());
         let record_cap = (cfg.arena_bytes / 256).clamp(64, 1 << 16);
         let shared = Arc::new(Shared {
             cfg: cfg.clone(),
@@ -457,13 +483,21 @@ impl DumpSession {
             record_cap,
             dropped: Dropped::default(),
             tables: Mutex::new(Tables::default()),
+            hint: hint.clone(),
         });
         let hook = Arc::new(FailureHook::default());
         let h = hook.clone();
-        let dirs = created_dirs.clone();
+        let setup = CollectorSetup {
+            rx,
+            free,
+            hint,
+            bin,
+            hook: h,
+            created_dirs: created_dirs.clone(),
+        };
         let collector = std::thread::Builder::new()
             .name("dump-collector".into())
-            .spawn(move || collector_main(rx, free, bin, h, dirs))
+            .spawn(move || collector_main(setup))
             .map_err(|e| DumpError::Config(format!("cannot start the dump collector: {e}")))?;
         Ok(DumpSession {
             shared: Some(shared),

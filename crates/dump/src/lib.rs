@@ -20,6 +20,8 @@
 
 use simpler_format::durable;
 
+mod arena;
+mod carry;
 mod collector;
 mod config;
 mod error;

@@ -1,16 +1,20 @@
-//! The `.bin` as the collector appends to it: direct I/O through an
-//! aligned staging buffer where the file system takes it, buffered writes
+//! The `.bin` as the collector appends to it: direct I/O where the file
+//! system takes it — straight from the producers' arenas when it can,
+//! through an aligned staging buffer when it cannot — and buffered writes
 //! with early writeback where it does not.
 //!
 //! Why direct: a buffered write costs the collector more than the copy —
 //! ext4 prepares every page (delayed allocation, buffer heads), the page
 //! cache takes a page per 4 KiB, and the writeback the fsync needs builds
-//! its bios page by page. With `O_DIRECT` the disk reads the staging
-//! buffer itself; what is left on the CPU is one copy of each arena into
-//! that buffer. Direct writes need the file offset, the length and the
-//! memory aligned ([`ALIGN`]): the staging buffer is written whole, so
-//! every write starts where the last one ended, on a boundary; the last
-//! partial block (the payload's end) is written buffered.
+//! its bios page by page. With `O_DIRECT` the disk reads the memory
+//! itself. Direct writes need the file offset, the length and the memory
+//! aligned ([`ALIGN`]): an [`Arena`] is aligned memory, and one whose
+//! length is whole blocks, arriving while the file's end is on a
+//! boundary, is written as it is ([`PayloadFile::append_arena`]; producers
+//! cut their batches so, see [`crate::carry`]). Any other bytes are copied
+//! into the staging buffer, which is written whole, so every write starts
+//! where the last one ended, on a boundary; the last partial block (the
+//! payload's end) is written buffered.
 //!
 //! Any direct write the file system refuses (`EINVAL`: an alignment it
 //! wants larger) or cuts short off a boundary turns direct I/O off for the
@@ -21,19 +25,12 @@ use std::{fs::File, io, os::unix::fs::FileExt};
 
 use simpler_format::durable;
 
-/// Alignment of direct writes: offset, length and memory (4 KiB covers the
-/// 512-byte and 4 KiB logical blocks of the disks this runs on).
-const ALIGN: usize = 4096;
+use crate::arena::{zeroed_blocks, Arena, Block, ALIGN};
 
 /// Payload bytes handed to the disk at once while buffered writes stream
 /// them ([`durable::start_writeback`]): the `.bin`'s fsync at the end then
 /// finds most of it written.
 const WRITEBACK_CHUNK: u64 = 8 << 20;
-
-/// One aligned block of the staging buffer.
-#[derive(Clone, Copy, bytemuck::Zeroable, bytemuck::Pod)]
-#[repr(C, align(4096))]
-struct Block([u8; ALIGN]);
 
 /// The payload file's writer (owned by the collector thread).
 pub(crate) struct PayloadFile {
@@ -47,6 +44,8 @@ pub(crate) struct PayloadFile {
     direct: bool,
     /// Bytes before this offset are already being written back (buffered).
     writeback_from: u64,
+    /// Bytes written straight from arenas, without a copy.
+    zero_copy: u64,
 }
 
 impl PayloadFile {
@@ -54,11 +53,10 @@ impl PayloadFile {
     /// `staging_bytes` buffer when the file system takes it (and
     /// `try_direct` asks for it).
     pub fn new(file: &File, staging_bytes: usize, try_direct: bool) -> PayloadFile {
-        let blocks = staging_bytes.div_ceil(ALIGN).max(1);
         let direct = try_direct && durable::set_direct_io(file, true).is_ok();
         PayloadFile {
             staging: if direct {
-                vec![Block([0; ALIGN]); blocks]
+                zeroed_blocks(staging_bytes.max(1))
             } else {
                 Vec::new()
             },
@@ -66,6 +64,7 @@ impl PayloadFile {
             written: 0,
             direct,
             writeback_from: 0,
+            zero_copy: 0,
         }
     }
 
@@ -77,6 +76,39 @@ impl PayloadFile {
     /// Bytes that reached the file.
     pub fn written(&self) -> u64 {
         self.written
+    }
+
+    /// Direct I/O is on for the file.
+    pub fn is_direct(&self) -> bool {
+        self.direct
+    }
+
+    /// Bytes written straight from arenas ([`Self::append_arena`]).
+    pub fn zero_copy(&self) -> u64 {
+        self.zero_copy
+    }
+
+    /// Append `arena`'s bytes after what was appended before: from the
+    /// arena's own memory when the file is direct, its end on a boundary
+    /// and the arena whole blocks; through the staging buffer otherwise.
+    ///
+    /// # Errors
+    /// As [`Self::append`].
+    pub fn append_arena(&mut self, file: &File, arena: &Arena) -> io::Result<()> {
+        let data = arena.bytes();
+        let aligned = self.staged.is_multiple_of(ALIGN) && data.len().is_multiple_of(ALIGN);
+        if !self.direct || !aligned || data.is_empty() {
+            return self.append(file, data);
+        }
+        // What is staged is whole blocks: out first, so the arena follows it.
+        self.flush_staged(file)?;
+        if !self.direct {
+            return self.write_buffered(file, data);
+        }
+        let before = self.written;
+        let r = self.write_direct(file, data);
+        self.zero_copy += self.written - before;
+        r
     }
 
     /// Append `data` after what was appended before.
@@ -129,51 +161,55 @@ impl PayloadFile {
     }
 
     /// Write the staged bytes (`staged` is a multiple of [`ALIGN`], or
-    /// direct I/O is given up on here) at the end of the file.
+    /// direct I/O is given up on here) at the end of the file. Staged
+    /// bytes that did not reach the file when it fails are dropped.
     fn flush_staged(&mut self, file: &File) -> io::Result<()> {
+        let staging = std::mem::take(&mut self.staging);
+        let staged = std::mem::take(&mut self.staged);
+        let buf: &[u8] = bytemuck::cast_slice(&staging);
+        let r = self.write_direct(file, &buf[..staged]);
+        if self.direct {
+            self.staging = staging;
+        }
+        r
+    }
+
+    /// Write `data` — aligned memory, a multiple of [`ALIGN`] long — at the
+    /// end of the file (on a boundary) directly; what the file system
+    /// refuses that way goes buffered.
+    fn write_direct(&mut self, file: &File, data: &[u8]) -> io::Result<()> {
         let mut done = 0;
-        while done < self.staged {
-            let buf: &[u8] = bytemuck::cast_slice(&self.staging);
-            match file.write_at(&buf[done..self.staged], self.written) {
-                Ok(n) if n > 0 && n % ALIGN == 0 => {
+        while done < data.len() {
+            match file.write_at(&data[done..], self.written) {
+                Ok(n) if n > 0 && n.is_multiple_of(ALIGN) => {
                     done += n;
                     self.written += n as u64;
                 }
-                Ok(0) => return Err(self.lose_staged(io::ErrorKind::WriteZero.into())),
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(n) => {
                     // Short, off a boundary: the rest goes buffered.
                     done += n;
                     self.written += n as u64;
-                    return self.give_up_direct(file, done);
+                    return self.give_up_direct(file, &data[done..]);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-                    return self.give_up_direct(file, done);
+                    return self.give_up_direct(file, &data[done..]);
                 }
-                Err(e) => return Err(self.lose_staged(e)),
+                Err(e) => return Err(e),
             }
         }
-        self.staged = 0;
         Ok(())
     }
 
-    /// Turn direct I/O off and write the staged bytes from `from` buffered.
-    fn give_up_direct(&mut self, file: &File, from: usize) -> io::Result<()> {
+    /// Turn direct I/O off and write `rest` buffered.
+    fn give_up_direct(&mut self, file: &File, rest: &[u8]) -> io::Result<()> {
         self.direct = false;
         // Should clearing the flag fail, buffered-sized writes still work
         // on a file system that refused direct I/O only for its alignment.
         let _ = durable::set_direct_io(file, false);
-        let staging = std::mem::take(&mut self.staging);
-        let buf: &[u8] = bytemuck::cast_slice(&staging);
-        let rest = &buf[from..self.staged];
-        self.staged = 0;
+        self.staging = Vec::new();
         self.write_buffered(file, rest)
-    }
-
-    /// The staged bytes did not reach the file.
-    fn lose_staged(&mut self, e: io::Error) -> io::Error {
-        self.staged = 0;
-        e
     }
 
     /// Write `data` at the end of the file through the page cache, and

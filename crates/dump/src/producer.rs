@@ -2,8 +2,9 @@
 //!
 //! A [`Producer`] belongs to one thread ("may only be used from a single
 //! thread"): it owns its current [`Batch`] (records + payload arena) and
-//! hands full batches to the collector. In `block` mode it waits for room;
-//! in `drop` mode it never waits and counts what it loses.
+//! hands full batches to the collector, cut to whole blocks where it can
+//! ([`crate::carry`]). In `block` mode it waits for room; in `drop` mode
+//! it never waits and counts what it loses.
 
 use std::sync::Arc;
 
@@ -16,6 +17,7 @@ use simpler_core::{
 };
 
 use crate::{
+    carry::{self, Limits},
     collector::{Batch, Shared},
     kept::Interner,
     record::{
@@ -169,7 +171,7 @@ impl Producer {
             && self.batch.arena.len() + payload <= cap
             && self.batch.side.len() + MAX_CAPTURE <= cap.max(MAX_CAPTURE);
         if !fits && records > 0 {
-            self.flush();
+            self.flush(payload);
         }
     }
 
@@ -205,15 +207,13 @@ impl Producer {
         };
         self.make_room(keep);
         let start = self.batch.arena.len();
-        if full > 0 {
-            // The view is inside live GM (the runtime checked it at
-            // submission); should the gather fail anyway, keep the record
-            // with zeroed payload rather than lose it.
-            if gm.gather_append(view, &mut self.batch.arena).is_err() {
-                self.batch.arena.resize(start + full, 0);
-            }
-        }
-        self.batch.arena.truncate(start + keep);
+        // The view is inside live GM (the runtime checked it at
+        // submission); should the gather fail anyway, the record is kept
+        // with zeroed payload rather than lost.
+        let _ = self
+            .batch
+            .arena
+            .push_with(keep, |dst| gm.gather_prefix(view, dst));
         rec.arena_offset = start as u64;
         rec.payload_len = keep as u64;
         self.keep(&rec);
@@ -281,10 +281,21 @@ impl Producer {
         }));
     }
 
-    /// Hand the current batch to the collector. In drop mode, when the
-    /// collector is behind, the batch is discarded and its records counted.
-    fn flush(&mut self) {
-        let fresh = self.shared.fresh_batch();
+    /// Hand the current batch to the collector, cut where the `.bin` can
+    /// take it directly and what is past the cut carried into the next
+    /// batch, which must still take `incoming` payload bytes. In drop
+    /// mode, when the collector is behind, the batch is discarded and its
+    /// records counted.
+    fn flush(&mut self, incoming: usize) {
+        let mut fresh = self.shared.fresh_batch();
+        if let Some(misalign) = self.shared.hint.target() {
+            let cap = self.shared.cfg.arena_bytes;
+            let limits = Limits {
+                bytes: (cap / 4).min(cap.saturating_sub(incoming)),
+                records: self.shared.record_cap / 4,
+            };
+            carry::carry(&mut self.batch, &mut fresh, misalign, limits);
+        }
         let full = std::mem::replace(&mut self.batch, fresh);
         match self.shared.cfg.policy {
             DumpPolicy::Block => {
