@@ -1126,7 +1126,10 @@ mod tests {
             gm.gather_prefix(&v, &mut prefix).unwrap();
             assert_eq!(prefix, direct[..n], "the first {n} bytes");
         }
-        assert!(gm.gather_prefix(&v, &mut [0u8; 25]).is_err(), "longer than the view");
+        assert!(
+            gm.gather_prefix(&v, &mut [0u8; 25]).is_err(),
+            "longer than the view"
+        );
         let mut bad = t;
         bad.start_offset = 1; // one element past the 96 requested bytes
         assert!(gm.gather(&bad, &mut [0u8; 96]).is_err());

@@ -140,7 +140,11 @@ mod tests {
         r.unwrap();
         assert_eq!(a.len(), 9000);
         assert!(a.capacity() >= 9000);
-        assert_eq!(a.bytes().as_ptr() as usize % ALIGN, 0, "aligned after growing");
+        assert_eq!(
+            a.bytes().as_ptr() as usize % ALIGN,
+            0,
+            "aligned after growing"
+        );
         assert!(a.bytes()[..3000].iter().all(|&b| b == 1));
         assert!(a.bytes()[3000..].iter().all(|&b| b == 2));
     }

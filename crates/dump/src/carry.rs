@@ -14,51 +14,59 @@
 //! A batch that cannot be cut within [`Limits`] (no such boundary near its
 //! end, a tensor larger than the arena), a producer's last batch and one
 //! sent while the collector writes buffered go whole, through the staging
-//! copy. After such a batch the file's end may be off a boundary: the
-//! collector publishes by how much ([`PayloadHint`]), and producers then
-//! cut where their batch brings it back, so that the batch after goes
-//! direct again. The hint is advice read without ordering: a stale one
-//! costs a copy, never a byte.
+//! copy. After such a batch the file's end is off a boundary: producers
+//! count where it will be ([`PayloadHint::sent_end`], held while a batch is
+//! cut and sent, so the count is exact) and the next cut brings it back,
+//! so that the batch after goes direct again. Should the count ever be
+//! wrong, a batch takes the copy; no byte moves.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+
+use parking_lot::{Mutex, MutexGuard};
 
 use crate::{arena::ALIGN, collector::Batch, kept::Kept};
 
-/// What producers need to know about the `.bin`'s end to cut batches the
-/// collector can write directly (written by the collector).
+/// What producers need to know about the `.bin` to cut batches the
+/// collector can write directly.
 #[derive(Debug)]
 pub(crate) struct PayloadHint {
-    /// The `.bin`'s end modulo [`ALIGN`] after the last batch.
-    misalign: AtomicUsize,
     /// The collector writes directly (false: no cut is worth making).
     direct: AtomicBool,
     /// Payload bytes written straight from producers' arenas.
     zero_copy: AtomicU64,
+    /// The `.bin`'s end modulo [`ALIGN`] once every batch sent so far is
+    /// written. Held while a batch is cut and sent, so that batches reach
+    /// the channel — and the file — in the order this counts them.
+    sent_end: Mutex<usize>,
 }
 
 impl Default for PayloadHint {
     fn default() -> PayloadHint {
         PayloadHint {
-            misalign: AtomicUsize::new(0),
             direct: AtomicBool::new(true),
             zero_copy: AtomicU64::new(0),
+            sent_end: Mutex::new(0),
         }
     }
 }
 
 impl PayloadHint {
-    /// The misalignment a producer's cut should make up for, or `None`
-    /// when the collector writes buffered.
-    pub fn target(&self) -> Option<usize> {
-        self.direct.load(Relaxed).then(|| self.misalign.load(Relaxed))
+    /// The collector writes directly: cutting batches pays.
+    pub fn direct(&self) -> bool {
+        self.direct.load(Relaxed)
     }
 
     /// The collector's state after a batch: whether it writes directly,
-    /// how many bytes were appended, how many of them without a copy.
-    pub fn publish(&self, direct: bool, appended: u64, zero_copy: u64) {
+    /// how many payload bytes it wrote without a copy.
+    pub fn publish(&self, direct: bool, zero_copy: u64) {
         self.direct.store(direct, Relaxed);
-        self.misalign.store((appended % ALIGN as u64) as usize, Relaxed);
         self.zero_copy.store(zero_copy, Relaxed);
+    }
+
+    /// The `.bin`'s end modulo [`ALIGN`] after every batch sent so far;
+    /// hold it while cutting and sending a batch, then add its length.
+    pub fn sent_end(&self) -> MutexGuard<'_, usize> {
+        self.sent_end.lock()
     }
 
     /// Payload bytes written straight from producers' arenas so far.
@@ -202,7 +210,10 @@ mod tests {
             bytes: 4999,
             records: 10,
         };
-        assert!(!carry(&mut from, &mut to, 0, small), "would carry 5000 bytes");
+        assert!(
+            !carry(&mut from, &mut to, 0, small),
+            "would carry 5000 bytes"
+        );
         let few = Limits {
             bytes: 10_000,
             records: 0,

@@ -316,6 +316,66 @@ mod tests {
         }
     }
 
+    /// Arenas of whole blocks and of any length, and plain appends, in
+    /// every order: the file holds them back to back, and exactly the
+    /// whole-block arenas that arrived while the file's end was on a
+    /// boundary were written without a copy.
+    #[test]
+    fn arenas_go_direct_when_aligned_and_through_staging_otherwise() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("arenas");
+        let file = File::options()
+            .create_new(true)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        let mut p = PayloadFile::new(&file, 2 * ALIGN, true);
+        let direct = p.direct;
+        // (length, as an arena): aligned while the end is aligned, an
+        // unaligned arena, aligned while off a boundary, a plain append
+        // that realigns, an arena longer than the staging buffer.
+        let parts = [
+            (2 * ALIGN, true),
+            (ALIGN, true),
+            (100, true),
+            (ALIGN, true),
+            (ALIGN - 100, false),
+            (3 * ALIGN, true),
+            (0, true),
+            (5, false),
+        ];
+        let (mut want, mut want_zero_copy) = (Vec::new(), 0);
+        for (i, &(n, as_arena)) in parts.iter().enumerate() {
+            let data: Vec<u8> = (0..n).map(|j| (i * 41 + j * 3 + 1) as u8).collect();
+            let aligned_end = want.len() % ALIGN == 0;
+            if as_arena {
+                let mut a = Arena::with_capacity(ALIGN);
+                a.extend_from_slice(&[0xee; 3 * ALIGN]);
+                a.clear();
+                a.extend_from_slice(&data);
+                p.append_arena(&file, &a).unwrap();
+                if direct && aligned_end && n % ALIGN == 0 {
+                    want_zero_copy += n as u64;
+                }
+            } else {
+                p.append(&file, &data).unwrap();
+            }
+            want.extend_from_slice(&data);
+            assert_eq!(p.appended(), want.len() as u64);
+        }
+        p.finish(&file).unwrap();
+        assert_eq!(p.zero_copy(), want_zero_copy);
+        if direct {
+            assert_eq!(
+                want_zero_copy,
+                6 * ALIGN as u64,
+                "the test takes both paths"
+            );
+        }
+        assert!(std::fs::read(&path).unwrap() == want, "bytes differ");
+    }
+
     /// The staging buffer is reused: bytes of an earlier, longer fill must
     /// never reach the file after a shorter one.
     #[test]
@@ -385,6 +445,37 @@ mod tests {
         want.extend_from_slice(&data);
         want.extend_from_slice(b"tail");
         assert_eq!(p.written(), want.len() as u64);
+        assert!(std::fs::read(&path).unwrap() == want, "bytes differ");
+    }
+
+    /// The same refusal met by an arena written straight from its memory.
+    #[test]
+    fn a_refused_arena_write_falls_back_to_buffered() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("refused");
+        let file = File::options()
+            .create_new(true)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        let mut p = PayloadFile::new(&file, ALIGN, true);
+        if !p.direct {
+            eprintln!("SKIPPED: {} takes no direct I/O", dir.path().display());
+            return;
+        }
+        let plain = File::options().write(true).open(&path).unwrap();
+        plain.write_at(&[7], 0).unwrap();
+        p.written = 1;
+        let mut a = Arena::with_capacity(2 * ALIGN);
+        let data: Vec<u8> = (0..2 * ALIGN).map(|i| (i % 253) as u8).collect();
+        a.extend_from_slice(&data);
+        p.append_arena(&file, &a).unwrap();
+        assert!(!p.direct, "direct I/O given up after EINVAL");
+        assert_eq!(p.zero_copy(), 0);
+        p.append_arena(&file, &a).unwrap();
+        p.finish(&file).unwrap();
+        let want = [&[7][..], &data, &data].concat();
         assert!(std::fs::read(&path).unwrap() == want, "bytes differ");
     }
 }

@@ -17,6 +17,7 @@ use simpler_core::{
 };
 
 use crate::{
+    arena::ALIGN,
     carry::{self, Limits},
     collector::{Batch, Shared},
     kept::Interner,
@@ -288,30 +289,47 @@ impl Producer {
     /// records counted.
     fn flush(&mut self, incoming: usize) {
         let mut fresh = self.shared.fresh_batch();
-        if let Some(misalign) = self.shared.hint.target() {
+        let hint = &self.shared.hint;
+        // Held until the batch is in the channel: batches arrive in the
+        // order their lengths are counted.
+        let mut end = hint.sent_end();
+        if hint.direct() {
+            // At most half the batch carried: every flush sends at least
+            // as much as it copies, so no order of captures makes the cuts
+            // cost more than the staging copy they replace; and the next
+            // batch still takes the capture that did not fit (unless that
+            // is larger than an arena: its batch grows anyway).
             let cap = self.shared.cfg.arena_bytes;
-            let limits = Limits {
-                bytes: (cap / 4).min(cap.saturating_sub(incoming)),
-                records: self.shared.record_cap / 4,
+            let room = if incoming > cap {
+                usize::MAX
+            } else {
+                cap - incoming
             };
-            carry::carry(&mut self.batch, &mut fresh, misalign, limits);
+            let limits = Limits {
+                bytes: (self.batch.arena.len() / 2).min(room),
+                records: self.shared.record_cap / 2,
+            };
+            carry::carry(&mut self.batch, &mut fresh, *end, limits);
         }
         let full = std::mem::replace(&mut self.batch, fresh);
+        let len = full.arena.len();
         match self.shared.cfg.policy {
             DumpPolicy::Block => {
                 // Waits for the collector: nothing is lost.
-                let _ = self.shared.tx.send(full);
+                if self.shared.tx.send(full).is_ok() {
+                    *end = (*end + len) % ALIGN;
+                }
             }
-            DumpPolicy::Drop => {
-                if let Err(TrySendError::Full(b) | TrySendError::Disconnected(b)) =
-                    self.shared.tx.try_send(full)
-                {
+            DumpPolicy::Drop => match self.shared.tx.try_send(full) {
+                Ok(()) => *end = (*end + len) % ALIGN,
+                Err(TrySendError::Full(b) | TrySendError::Disconnected(b)) => {
+                    drop(end);
                     // Every discarded record is counted, by kind, so each
                     // file reports its own losses.
                     self.shared.dropped.count(&b);
                     self.shared.recycle(b);
                 }
-            }
+            },
         }
     }
 }
@@ -322,7 +340,11 @@ impl Drop for Producer {
     fn drop(&mut self) {
         if !(self.batch.kept.is_empty() && self.batch.records.is_empty()) {
             let b = std::mem::take(&mut self.batch);
-            let _ = self.shared.tx.send(b);
+            let len = b.arena.len();
+            let mut end = self.shared.hint.sent_end();
+            if self.shared.tx.send(b).is_ok() {
+                *end = (*end + len) % ALIGN;
+            }
         }
     }
 }
