@@ -105,10 +105,7 @@ impl PayloadFile {
         if !self.direct {
             return self.write_buffered(file, data);
         }
-        let before = self.written;
-        let r = self.write_direct(file, data);
-        self.zero_copy += self.written - before;
-        r
+        self.write_direct(file, data, true)
     }
 
     /// Append `data` after what was appended before.
@@ -167,7 +164,7 @@ impl PayloadFile {
         let staging = std::mem::take(&mut self.staging);
         let staged = std::mem::take(&mut self.staged);
         let buf: &[u8] = bytemuck::cast_slice(&staging);
-        let r = self.write_direct(file, &buf[..staged]);
+        let r = self.write_direct(file, &buf[..staged], false);
         if self.direct {
             self.staging = staging;
         }
@@ -176,14 +173,18 @@ impl PayloadFile {
 
     /// Write `data` — aligned memory, a multiple of [`ALIGN`] long — at the
     /// end of the file (on a boundary) directly; what the file system
-    /// refuses that way goes buffered.
-    fn write_direct(&mut self, file: &File, data: &[u8]) -> io::Result<()> {
+    /// refuses that way goes buffered. `arena`: `data` is a producer's
+    /// (counted in [`Self::zero_copy`] as far as it goes directly).
+    fn write_direct(&mut self, file: &File, data: &[u8], arena: bool) -> io::Result<()> {
         let mut done = 0;
         while done < data.len() {
             match file.write_at(&data[done..], self.written) {
                 Ok(n) if n > 0 && n.is_multiple_of(ALIGN) => {
                     done += n;
                     self.written += n as u64;
+                    if arena {
+                        self.zero_copy += n as u64;
+                    }
                 }
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(n) => {
