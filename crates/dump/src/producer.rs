@@ -211,10 +211,12 @@ impl Producer {
         // The view is inside live GM (the runtime checked it at
         // submission); should the gather fail anyway, the record is kept
         // with zeroed payload rather than lost.
-        let _ = self
-            .batch
-            .arena
-            .push_with(keep, |dst| gm.gather_prefix(view, dst));
+        if keep > 0 {
+            let _ = self
+                .batch
+                .arena
+                .push_with(keep, |dst| gm.gather_prefix(view, dst));
+        }
         rec.arena_offset = start as u64;
         rec.payload_len = keep as u64;
         self.keep(&rec);
