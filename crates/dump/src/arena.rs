@@ -7,9 +7,10 @@
 //! hand a full arena to the disk as it is, without copying it into a
 //! staging buffer first ([`crate::carry`] cuts batches to whole blocks).
 //!
-//! The blocks are always initialised (zeroed when allocated): filling an
-//! arena needs no `unsafe`, and bytes past [`Arena::len`] — left by an
-//! earlier, longer fill of a reused arena — are never part of
+//! The blocks in use are always initialised (each zeroed the first time
+//! the arena reaches it, so memory an arena never fills is never touched):
+//! filling an arena needs no `unsafe`, and bytes past [`Arena::len`] — left
+//! by an earlier, longer fill of a reused arena — are never part of
 //! [`Arena::bytes`].
 
 /// Alignment of direct writes: offset, length and memory (4 KiB covers the
@@ -21,8 +22,7 @@ pub(crate) const ALIGN: usize = 4096;
 #[repr(C, align(4096))]
 pub(crate) struct Block([u8; ALIGN]);
 
-/// Aligned `bytes` rounded up to whole blocks, zeroed (by the allocator:
-/// fresh pages cost nothing until touched, like an empty `Vec`'s).
+/// Aligned `bytes` rounded up to whole blocks, zeroed by the allocator.
 pub(crate) fn zeroed_blocks(bytes: usize) -> Vec<Block> {
     bytemuck::allocation::zeroed_vec(bytes.div_ceil(ALIGN))
 }
@@ -31,6 +31,7 @@ pub(crate) fn zeroed_blocks(bytes: usize) -> Vec<Block> {
 /// bytes of which hold captures.
 #[derive(Default)]
 pub(crate) struct Arena {
+    /// The blocks reached so far (initialised); never fewer than `len` needs.
     blocks: Vec<Block>,
     len: usize,
 }
@@ -48,7 +49,7 @@ impl Arena {
     /// An empty arena with room for `bytes` (rounded up to whole blocks).
     pub fn with_capacity(bytes: usize) -> Arena {
         Arena {
-            blocks: zeroed_blocks(bytes),
+            blocks: Vec::with_capacity(bytes.div_ceil(ALIGN)),
             len: 0,
         }
     }
@@ -65,7 +66,7 @@ impl Arena {
 
     /// Bytes it can hold without growing.
     pub fn capacity(&self) -> usize {
-        self.blocks.len() * ALIGN
+        self.blocks.capacity() * ALIGN
     }
 
     /// The bytes held; they start on an [`ALIGN`] boundary.
@@ -110,17 +111,15 @@ impl Arena {
         });
     }
 
-    /// Room for `n` more bytes. Growing (a tensor larger than the arena)
-    /// takes fresh zeroed blocks and copies only the bytes held.
+    /// Room for `n` more bytes: blocks not reached before are zeroed
+    /// (growing past the capacity — a tensor larger than the arena —
+    /// reallocates, as a `Vec` does).
     fn reserve(&mut self, n: usize) {
         let need = self.len.checked_add(n).expect("arena size overflows");
-        if need <= self.capacity() {
-            return;
+        let blocks = need.div_ceil(ALIGN);
+        if blocks > self.blocks.len() {
+            self.blocks.resize(blocks, bytemuck::Zeroable::zeroed());
         }
-        let mut blocks = zeroed_blocks(need.max(2 * self.capacity()));
-        let held = self.len;
-        bytemuck::cast_slice_mut(&mut blocks)[..held].copy_from_slice(self.bytes());
-        self.blocks = blocks;
     }
 }
 
