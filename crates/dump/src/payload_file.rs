@@ -415,6 +415,28 @@ mod tests {
         }
     }
 
+    /// A new file at `path` with direct I/O on and one byte (7) written
+    /// before the payload through a handle without it, so that the next
+    /// direct write starts off the alignment; `None` (the test skipped)
+    /// where the file system takes no direct I/O.
+    fn off_alignment(path: &std::path::Path) -> Option<(File, PayloadFile)> {
+        let file = File::options()
+            .create_new(true)
+            .read(true)
+            .write(true)
+            .open(path)
+            .unwrap();
+        let mut p = PayloadFile::new(&file, ALIGN, true);
+        if !p.direct {
+            eprintln!("SKIPPED: {} takes no direct I/O", path.display());
+            return None;
+        }
+        let plain = File::options().write(true).open(path).unwrap();
+        plain.write_at(&[7], 0).unwrap();
+        p.written = 1;
+        Some((file, p))
+    }
+
     /// A direct write the file system refuses (`EINVAL`; provoked here by
     /// an offset off the alignment) turns direct I/O off, and the staged
     /// bytes and everything after them go out buffered, in place.
@@ -422,21 +444,9 @@ mod tests {
     fn a_refused_direct_write_falls_back_to_buffered() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("refused");
-        let file = File::options()
-            .create_new(true)
-            .read(true)
-            .write(true)
-            .open(&path)
-            .unwrap();
-        let mut p = PayloadFile::new(&file, ALIGN, true);
-        if !p.direct {
-            eprintln!("SKIPPED: {} takes no direct I/O", dir.path().display());
+        let Some((file, mut p)) = off_alignment(&path) else {
             return;
-        }
-        // A byte before, through a handle without O_DIRECT.
-        let plain = File::options().write(true).open(&path).unwrap();
-        plain.write_at(&[7], 0).unwrap();
-        p.written = 1;
+        };
         let data: Vec<u8> = (0..3 * ALIGN + 5).map(|i| (i % 251) as u8).collect();
         p.append(&file, &data).unwrap();
         assert!(!p.direct, "direct I/O given up after EINVAL");
@@ -454,20 +464,9 @@ mod tests {
     fn a_refused_arena_write_falls_back_to_buffered() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("refused");
-        let file = File::options()
-            .create_new(true)
-            .read(true)
-            .write(true)
-            .open(&path)
-            .unwrap();
-        let mut p = PayloadFile::new(&file, ALIGN, true);
-        if !p.direct {
-            eprintln!("SKIPPED: {} takes no direct I/O", dir.path().display());
+        let Some((file, mut p)) = off_alignment(&path) else {
             return;
-        }
-        let plain = File::options().write(true).open(&path).unwrap();
-        plain.write_at(&[7], 0).unwrap();
-        p.written = 1;
+        };
         let mut a = Arena::with_capacity(2 * ALIGN);
         let data: Vec<u8> = (0..2 * ALIGN).map(|i| (i % 253) as u8).collect();
         a.extend_from_slice(&data);
