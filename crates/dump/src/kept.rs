@@ -55,7 +55,9 @@ impl Flags {
     const ROLE_SHIFT: u8 = 4;
 }
 
-const ROLES: [ArgRole; 5] = [
+/// Every role, in the order a kept record's flags number them (the
+/// tests draw from it too).
+pub(crate) const ROLES: [ArgRole; 5] = [
     ArgRole::Input,
     ArgRole::Output,
     ArgRole::OutputExisting,

@@ -136,13 +136,7 @@ fn subject() -> impl Strategy<Value = Subject> {
 
 /// A record of one of `tasks`, everything else drawn at random.
 fn record(tasks: [u64; 3]) -> impl Strategy<Value = TensorRecord> {
-    let roles = [
-        ArgRole::Input,
-        ArgRole::Output,
-        ArgRole::OutputExisting,
-        ArgRole::InOut,
-        ArgRole::NoDep,
-    ];
+    let roles = crate::kept::ROLES;
     (
         (
             subject(),

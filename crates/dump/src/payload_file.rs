@@ -251,12 +251,7 @@ mod tests {
         static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let path = dir.join(format!("bin-{n}"));
-        let file = File::options()
-            .create_new(true)
-            .read(true)
-            .write(true)
-            .open(&path)
-            .unwrap();
+        let file = new_file(&path);
         let mut p = PayloadFile::new(&file, staging, direct);
         let was_direct = p.direct;
         let mut appended = 0;
@@ -325,12 +320,7 @@ mod tests {
     fn arenas_go_direct_when_aligned_and_through_staging_otherwise() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("arenas");
-        let file = File::options()
-            .create_new(true)
-            .read(true)
-            .write(true)
-            .open(&path)
-            .unwrap();
+        let file = new_file(&path);
         let mut p = PayloadFile::new(&file, 2 * ALIGN, true);
         let direct = p.direct;
         // (length, as an arena): aligned while the end is aligned, an
@@ -415,17 +405,22 @@ mod tests {
         }
     }
 
+    /// A new file at `path`, open for reading and writing.
+    fn new_file(path: &std::path::Path) -> File {
+        File::options()
+            .create_new(true)
+            .read(true)
+            .write(true)
+            .open(path)
+            .unwrap()
+    }
+
     /// A new file at `path` with direct I/O on and one byte (7) written
     /// before the payload through a handle without it, so that the next
     /// direct write starts off the alignment; `None` (the test skipped)
     /// where the file system takes no direct I/O.
     fn off_alignment(path: &std::path::Path) -> Option<(File, PayloadFile)> {
-        let file = File::options()
-            .create_new(true)
-            .read(true)
-            .write(true)
-            .open(path)
-            .unwrap();
+        let file = new_file(path);
         let mut p = PayloadFile::new(&file, ALIGN, true);
         if !p.direct {
             eprintln!("SKIPPED: {} takes no direct I/O", path.display());

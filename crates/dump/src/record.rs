@@ -197,13 +197,7 @@ mod tests {
 
     #[test]
     fn a_hang_snapshot_takes_outputs_and_inouts_only() {
-        let roles = [
-            ArgRole::Input,
-            ArgRole::Output,
-            ArgRole::OutputExisting,
-            ArgRole::InOut,
-            ArgRole::NoDep,
-        ];
+        let roles = crate::kept::ROLES;
         let taken: Vec<bool> = roles
             .iter()
             .map(|&r| takes(Stage::HangSnapshot, r))
