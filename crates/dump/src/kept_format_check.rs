@@ -429,3 +429,16 @@ fn upstream_roles_and_the_hang_snapshot_marker() {
     let u: ArgsRecord = serde_json::from_slice(&written(&r, 0, true)).unwrap();
     assert_eq!((u.role, u.hang_snapshot), (ArgRole::InOut, None));
 }
+
+/// A shape whose element count overflows u64 (five dims of `u32::MAX`)
+/// gives the saturated count in the upstream layout too, as in ours —
+/// no overflow panic in a debug build.
+#[test]
+fn an_overflowing_element_count_saturates_in_the_upstream_layout() {
+    let t = ChipTensor::contiguous(0x1000, &[u32::MAX; 5], DType::Float32);
+    let r = rec(Subject::Tensor(t));
+    let v: serde_json::Value = serde_json::from_slice(&written(&r, 0, true)).unwrap();
+    assert_eq!(v["numel"].as_u64(), Some(u64::MAX));
+    let ours: serde_json::Value = serde_json::from_slice(&written(&r, 0, false)).unwrap();
+    assert_eq!(ours["numel"], v["numel"]);
+}

@@ -86,7 +86,9 @@ pub(crate) fn record(tables: &Tables, k: &Kept) -> ArgsRecord {
                 kind: Kind::Tensor,
                 dtype,
                 is_contiguous: contiguous,
-                numel: shape.iter().product(),
+                // Saturating, as `ChipTensor::numel` (five dims of u32 can
+                // overflow u64).
+                numel: shape.iter().fold(1u64, |n, &s| n.saturating_mul(s)),
                 shape,
                 strides: strides[..n].iter().map(|&x| u64::from(x)).collect(),
                 start_offset: k.start_offset,
