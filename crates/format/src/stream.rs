@@ -11,7 +11,6 @@ use std::io::{self, Write};
 /// of their own in profiles.
 pub struct JsonBuf {
     b: Vec<u8>,
-    num: itoa::Buffer,
 }
 
 impl Default for JsonBuf {
@@ -20,7 +19,6 @@ impl Default for JsonBuf {
     fn default() -> Self {
         JsonBuf {
             b: Vec::with_capacity(crate::durable::BUFFER_BYTES + (64 << 10)),
-            num: itoa::Buffer::new(),
         }
     }
 }
@@ -43,16 +41,16 @@ impl JsonBuf {
     /// Append an unsigned integer.
     #[inline]
     pub fn u64(&mut self, v: u64) {
-        u64_val(&mut self.b, v, &mut self.num);
+        u64_val(&mut self.b, v);
     }
 
     /// Append a signed integer.
     #[inline]
     pub fn i64(&mut self, v: i64) {
-        match u64::try_from(v) {
-            Ok(v) => u64_val(&mut self.b, v, &mut self.num),
-            Err(_) => self.b.extend_from_slice(self.num.format(v).as_bytes()),
+        if v < 0 {
+            self.b.push(b'-');
         }
+        u64_val(&mut self.b, v.unsigned_abs());
     }
 
     /// What was formatted.
@@ -74,20 +72,17 @@ impl JsonBuf {
     }
 }
 
-/// Append `v` in decimal. Numbers under 10 000 (most of a `deps.json`:
-/// slots, dims, strides, flags) are written as a few bytes of known
-/// length, not through `itoa` and a call to copy its digits: CaseLarge's
-/// `deps.json` writer went from 493 M to 460 M instructions (callgrind).
+/// Append `v` in decimal ([`put_u64`], the one decimal writer; a single
+/// digit — most of a `deps.json`'s slots and flags — is one push).
 #[inline]
-pub fn u64_val(b: &mut Vec<u8>, v: u64, num: &mut itoa::Buffer) {
-    let d = |x: u64| b'0' + (x % 10) as u8;
-    match v {
-        0..10 => b.push(d(v)),
-        10..100 => b.extend_from_slice(&[d(v / 10), d(v)]),
-        100..1000 => b.extend_from_slice(&[d(v / 100), d(v / 10), d(v)]),
-        1000..10000 => b.extend_from_slice(&[d(v / 1000), d(v / 100), d(v / 10), d(v)]),
-        _ => b.extend_from_slice(num.format(v).as_bytes()),
+pub fn u64_val(b: &mut Vec<u8>, v: u64) {
+    if v < 10 {
+        b.push(b'0' + v as u8);
+        return;
     }
+    let mut digits = [0u8; 20];
+    let n = put_u64(&mut digits, v);
+    b.extend_from_slice(&digits[..n]);
 }
 
 /// JSON formatted into a slice sized beforehand for the worst case of

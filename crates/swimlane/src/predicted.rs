@@ -342,7 +342,6 @@ pub fn write_pmu(g: &Graph, p: &Prediction, w: &mut dyn Write) -> io::Result<()>
 
 /// `thread_id,core_id,task_id,func_id,core_type,total,busy…,event_type`.
 fn pmu_row(out: &mut Vec<u8>, d: &Placed, task_id: u64, vector: bool, cost: &DispatchCost) {
-    let mut n = itoa::Buffer::new();
     let mut hex = [0u8; 18];
     for (i, v) in [u64::from(d.sched), u64::from(d.core)]
         .into_iter()
@@ -351,7 +350,7 @@ fn pmu_row(out: &mut Vec<u8>, d: &Placed, task_id: u64, vector: bool, cost: &Dis
         if i > 0 {
             out.push(b',');
         }
-        u64_val(out, v, &mut n);
+        u64_val(out, v);
     }
     out.push(b',');
     out.extend_from_slice(simpler_format::hex::format_into(task_id, &mut hex).as_bytes());
@@ -362,7 +361,7 @@ fn pmu_row(out: &mut Vec<u8>, d: &Placed, task_id: u64, vector: bool, cost: &Dis
         .chain([u64::from(PMU_EVENT_SET)])
     {
         out.push(b',');
-        u64_val(out, v, &mut n);
+        u64_val(out, v);
     }
     out.push(b'\n');
 }

@@ -45,7 +45,6 @@ pub(super) struct Events<W> {
     w: W,
     buf: Vec<u8>,
     first: bool,
-    num: itoa::Buffer,
 }
 
 impl<W: Write> Events<W> {
@@ -54,7 +53,6 @@ impl<W: Write> Events<W> {
             w,
             buf: Vec::with_capacity(256),
             first: true,
-            num: itoa::Buffer::new(),
         }
     }
 
@@ -149,7 +147,7 @@ impl<W: Write> Events<W> {
     #[inline(always)]
     fn key_u64(&mut self, k: &str, v: u64) {
         self.key(k);
-        u64_val(&mut self.buf, v, &mut self.num);
+        u64_val(&mut self.buf, v);
     }
 
     // Inlined: the key is then a constant, copied without a call.
@@ -164,7 +162,7 @@ impl<W: Write> Events<W> {
     fn key_id(&mut self, k: &str, v: u64) {
         self.key(k);
         self.buf.push(b'"');
-        u64_val(&mut self.buf, v, &mut self.num);
+        u64_val(&mut self.buf, v);
         self.buf.push(b'"');
     }
 
@@ -181,7 +179,7 @@ impl<W: Write> Events<W> {
             Args::Sort(i) => {
                 open(&mut self.buf);
                 self.buf.extend_from_slice(b"\"sort_index\":");
-                u64_val(&mut self.buf, u64::from(i), &mut self.num);
+                u64_val(&mut self.buf, u64::from(i));
                 self.buf.push(b'}');
             }
             Args::Dispatch {
@@ -192,7 +190,7 @@ impl<W: Write> Events<W> {
             } => {
                 open(&mut self.buf);
                 self.buf.extend_from_slice(b"\"taskId\":\"");
-                u64_val(&mut self.buf, task_id, &mut self.num);
+                u64_val(&mut self.buf, task_id);
                 self.buf.push(b'"');
                 self.key_u64("core_id", u64::from(core_id));
                 self.key_u64("reg_task_id", reg_task_id);
@@ -209,7 +207,7 @@ impl<W: Write> Events<W> {
             } => {
                 open(&mut self.buf);
                 self.buf.extend_from_slice(b"\"loop_iter\":");
-                u64_val(&mut self.buf, loop_iter, &mut self.num);
+                u64_val(&mut self.buf, loop_iter);
                 self.key_u64("tasks_processed", tasks_processed);
                 for (k, v) in [("pop_hit", pop_hit), ("pop_miss", pop_miss)] {
                     if let Some(v) = v {
@@ -224,7 +222,7 @@ impl<W: Write> Events<W> {
             } => {
                 open(&mut self.buf);
                 self.buf.extend_from_slice(b"\"submit_idx\":");
-                u64_val(&mut self.buf, submit_idx, &mut self.num);
+                u64_val(&mut self.buf, submit_idx);
                 self.key_id("taskId", task_id);
                 self.buf.push(b'}');
             }
