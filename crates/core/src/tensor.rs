@@ -268,36 +268,37 @@ impl ChipTensor {
 
     /// Recompute `is_contiguous` and `extent_elems` from shape and strides
     /// (saturating: the checked form is [`ChipTensor::byte_span`]).
+    #[inline]
     pub fn refresh(&mut self) {
-        let extent = if self.numel() == 0 {
-            0
-        } else {
-            self.shape()
-                .iter()
-                .zip(self.strides())
-                .fold(1u64, |acc, (&s, &st)| {
-                    acc.saturating_add(u64::from(s - 1) * u64::from(st))
-                })
-        };
-        self.is_contiguous = self.is_dense();
-        self.extent_elems = extent;
+        (self.extent_elems, self.is_contiguous) = derived(&self.shapes, &self.strides, self.ndims);
     }
 
     /// A sub-box of this view: `offsets[i] .. offsets[i] + shape[i]` in each dim.
+    ///
+    /// Every loop runs over all [`MAX_DIMS`] slots (the ones past the rank
+    /// masked), so once inlined the descriptor is built in registers and
+    /// written once: built field by field in memory and then copied whole,
+    /// the copy's wide reads waited for the narrow writes (perf, stop 24:
+    /// most of a flood submit's view-building samples).
     ///
     /// # Errors
     /// When the box leaves the view or the rank differs.
     #[inline]
     pub fn view(&self, offsets: &[u32], shape: &[u32]) -> Result<ChipTensor, ShapeError> {
-        if offsets.len() != self.ndims as usize || shape.len() != self.ndims as usize {
+        let nd = self.ndims as usize;
+        if offsets.len() != nd || shape.len() != nd || nd > MAX_DIMS {
             return Err(ShapeError::Rank {
                 offsets: offsets.len(),
                 shape: shape.len(),
                 rank: self.ndims,
             });
         }
-        let mut t = *self;
-        for i in 0..shape.len() {
+        let mut start = self.start_offset;
+        let mut shapes = self.shapes;
+        for i in 0..MAX_DIMS {
+            if i >= nd {
+                break;
+            }
             let end = u64::from(offsets[i]) + u64::from(shape[i]);
             if end > u64::from(self.shapes[i]) {
                 return Err(ShapeError::OutOfRange {
@@ -307,14 +308,19 @@ impl ChipTensor {
                     size: self.shapes[i],
                 });
             }
-            t.start_offset = t
-                .start_offset
+            start = start
                 .checked_add(u64::from(offsets[i]) * u64::from(self.strides[i]))
                 .ok_or(ShapeError::Overflow { dim: i })?;
-            t.shapes[i] = shape[i];
+            shapes[i] = shape[i];
         }
-        t.refresh();
-        Ok(t)
+        let (extent_elems, is_contiguous) = derived(&shapes, &self.strides, self.ndims);
+        Ok(ChipTensor {
+            start_offset: start,
+            shapes,
+            extent_elems,
+            is_contiguous,
+            ..*self
+        })
     }
 
     /// Swap two dimensions (no data moves; strides swap).
@@ -482,6 +488,32 @@ impl ChipTensor {
     }
 }
 
+/// `extent_elems` and `is_contiguous` of a view of rank `ndims` (at most
+/// [`MAX_DIMS`] used): the elements from the first to the last inclusive
+/// (saturating; 0 when a dimension is empty), and whether the view is
+/// dense row-major — what [`ChipTensor::is_dense`] says. Over all
+/// [`MAX_DIMS`] slots with the ones past the rank masked, so that it
+/// stays in registers (see [`ChipTensor::view`]).
+#[inline]
+fn derived(shapes: &[u32; MAX_DIMS], strides: &[u32; MAX_DIMS], ndims: u32) -> (u64, bool) {
+    let nd = (ndims as usize).min(MAX_DIMS);
+    let mut extent = 1u64;
+    let mut empty = false;
+    let mut dense = true;
+    let mut expect = 1u64;
+    for d in (0..MAX_DIMS).rev() {
+        if d >= nd {
+            continue;
+        }
+        let (s, st) = (shapes[d], u64::from(strides[d]));
+        empty |= s == 0;
+        extent = extent.saturating_add(u64::from(s.saturating_sub(1)) * st);
+        dense &= s == 1 || st == expect;
+        expect = expect.saturating_mul(u64::from(s));
+    }
+    (if empty { 0 } else { extent }, dense)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -552,6 +584,14 @@ mod tests {
             "reshape [4, 6] -> [5, 5] changes the element count"
         );
         assert_eq!(t.reshape(&[24]).unwrap().shape(), &[24]);
+        // A descriptor claiming more dimensions than it holds is refused,
+        // not indexed past its arrays.
+        let mut wide = t;
+        wide.ndims = 6;
+        assert!(matches!(
+            wide.view(&[0; 6], &[1; 6]),
+            Err(ShapeError::Rank { rank: 6, .. })
+        ));
     }
 
     #[test]
@@ -698,6 +738,38 @@ mod tests {
             t.manual_dep = flags[0];
             t.address_space = flags[1] as u8;
             prop_assert_eq!(ChipTensor::from_bytes(&t.to_bytes()).unwrap(), t);
+        }
+
+        /// The register-friendly `derived` (all five slots, masked) says
+        /// what the element-by-element definitions say, whatever lies in
+        /// the slots past the rank, for every rank 0..=7.
+        #[test]
+        fn derived_fields_match_their_definitions(
+            shapes in any::<[u32; MAX_DIMS]>(), strides in any::<[u32; MAX_DIMS]>(),
+            small in any::<[bool; MAX_DIMS]>(), ndims in 0u32..8,
+        ) {
+            // Small values too, so that dense views and empty dims occur.
+            let pick = |v: u32, s: bool| if s { v % 4 } else { v };
+            let shapes: [u32; MAX_DIMS] = std::array::from_fn(|d| pick(shapes[d], small[d]));
+            let strides: [u32; MAX_DIMS] = std::array::from_fn(|d| pick(strides[d], small[d]));
+            let nd = (ndims as usize).min(MAX_DIMS);
+            let (shape, st) = (&shapes[..nd], &strides[..nd]);
+            let extent = if shape.contains(&0) {
+                0
+            } else {
+                shape.iter().zip(st).fold(1u64, |acc, (&s, &t)| {
+                    acc.saturating_add(u64::from(s - 1) * u64::from(t))
+                })
+            };
+            let mut dense = true;
+            let mut expect = 1u64;
+            for d in (0..nd).rev() {
+                if shape[d] != 1 && u64::from(st[d]) != expect {
+                    dense = false;
+                }
+                expect = expect.saturating_mul(u64::from(shape[d]));
+            }
+            prop_assert_eq!(super::derived(&shapes, &strides, ndims), (extent, dense));
         }
 
         #[test]

@@ -86,6 +86,11 @@ fn lookup(rings: &[Ring], window: u32, id: TaskId) -> Option<&Arc<Task>> {
     (t.id == id && !t.is_complete()).then_some(t)
 }
 
+/// Whether the TensorMap orders accesses of this role.
+fn tracked(role: ArgRole) -> bool {
+    !matches!(role, ArgRole::NoDep | ArgRole::Output)
+}
+
 fn access(role: ArgRole) -> Access {
     Access {
         read: role.reads(),
@@ -113,10 +118,8 @@ pub struct Orchestrator<'r> {
     marked_seen: u64,
     /// Dependency edges wired so far (each `Submitted::deps` entry).
     edges: u64,
-    /// Scratch reused by every submit: the producers found, and each
-    /// tensor's region.
+    /// Scratch reused by every submit: the producers found.
     scratch_deps: Vec<Arc<Task>>,
-    scratch_regions: Vec<Option<Region>>,
     /// Per tensor argument position (mod 8), the GM allocation the last
     /// such argument lay in: argument `i` of a run's tasks is mostly a view
     /// of the same few buffers.
@@ -164,7 +167,6 @@ impl<'r> Orchestrator<'r> {
             edges: 0,
             waited: Duration::ZERO,
             scratch_deps: Vec::new(),
-            scratch_regions: Vec::new(),
             last_alloc: Default::default(),
             last_members: None,
             spare_scopes: Vec::new(),
@@ -398,8 +400,13 @@ impl<'r> Orchestrator<'r> {
         // Once blocked, wait for an eighth of the window (the occupant of
         // the slot that far ahead, too): one wake-up per batch of
         // completions, not one per completion.
-        if let Some(prev) = self.rings[ring].slots[slot].clone() {
-            if !prev.is_complete() {
+        // Looked at through the slot, not cloned: the clone's count update
+        // waited for a line a worker wrote last (perf, stop 24).
+        let busy = self.rings[ring].slots[slot]
+            .as_ref()
+            .is_some_and(|p| !p.is_complete());
+        if busy {
+            if let Some(prev) = self.rings[ring].slots[slot].clone() {
                 let k = (slot + (self.window / 8) as usize) % self.window as usize;
                 let ahead = self.rings[ring].slots[k].clone();
                 let marked = self.shared.counters.marked.load(Ordering::Acquire);
@@ -484,31 +491,35 @@ impl<'r> Orchestrator<'r> {
         for (i, (arg, dump)) in args.tensors.iter().enumerate() {
             match arg {
                 TensorArg::Existing(t, role) => {
-                    let mut desc = *t.desc();
-                    if let Some(b) = self.live.get(&desc.addr) {
+                    let src = t.desc();
+                    if let Some(b) = self.live.get(&src.addr) {
                         b.retain();
                         buffers.push(b.clone());
-                    } else if desc.owner_task_id != TaskId::NONE {
-                        return Err(RuntimeError::UseAfterScope { addr: desc.addr });
+                    } else if src.owner_task_id != TaskId::NONE {
+                        return Err(RuntimeError::UseAfterScope { addr: src.addr });
                     }
                     // The span from the view's own shape and strides; the
                     // derived fields kernels and the TensorMap read are
                     // recomputed, whatever the caller left in them.
                     let gm = &self.shared.gm;
                     let span = gm
-                        .check_view_near(&desc, true, &mut self.last_alloc[i % 8])
+                        .check_view_near(src, true, &mut self.last_alloc[i % 8])
                         .map_err(|e| {
                             RuntimeError::InvalidSubmit(format!("tensor argument {i}: {e}"))
                         })?;
+                    // Copied whole, then its derived fields set in place: a
+                    // copy made after those narrow stores stalled on them
+                    // (perf, stop 24: ~9 % of a flood submit's samples).
+                    tensors.push(TaskTensor {
+                        desc: *src,
+                        role: *role,
+                        marked: *dump,
+                    });
+                    let desc = &mut tensors.last_mut().expect("just pushed").desc;
                     desc.set_span(span);
                     if *role == ArgRole::NoDep {
                         desc.manual_dep = true;
                     }
-                    tensors.push(TaskTensor {
-                        desc,
-                        role: *role,
-                        marked: *dump,
-                    });
                 }
                 TensorArg::New(info) => {
                     let (t, b) = self.new_buffer(info, id)?;
@@ -533,7 +544,6 @@ impl<'r> Orchestrator<'r> {
     /// waits for (the ones not finished), ascending.
     fn wire(&mut self, task: &Arc<Task>, after: &[TaskId]) -> Vec<TaskId> {
         let mut deps = std::mem::take(&mut self.scratch_deps);
-        let mut regions = std::mem::take(&mut self.scratch_regions);
         // A producer found twice (a creator that is also a writer, the
         // writer and reader entries of an inout) is kept once: the mark
         // is this submit's number.
@@ -544,24 +554,16 @@ impl<'r> Orchestrator<'r> {
             }
         };
         let live = |t: &Arc<Task>| !t.is_complete();
-        for t in &task.tensors {
-            let tracked = !matches!(t.role, ArgRole::NoDep | ArgRole::Output);
-            // `take_tensors` set every tracked descriptor's span.
-            let region = if tracked {
-                Region::of_spanned(&t.desc)
-            } else {
-                None
-            };
-            regions.push(region);
-            if !tracked {
-                continue;
-            }
+        for t in task.tensors.iter().filter(|t| tracked(t.role)) {
             if let Some(p) = lookup(&self.rings, self.window, t.desc.owner_task_id) {
                 take(p);
             }
-            if let Some(r) = &region {
+            // `take_tensors` set every tracked descriptor's span. Made
+            // again below rather than kept: a region copied right after it
+            // was built stalled on its own narrow writes (perf, stop 24).
+            if let Some(r) = Region::of_spanned(&t.desc) {
                 self.map
-                    .deps_of(t.desc.addr, r, access(t.role), live, &mut take);
+                    .deps_of(t.desc.addr, &r, access(t.role), live, &mut take);
             }
         }
         for &a in after {
@@ -576,16 +578,14 @@ impl<'r> Orchestrator<'r> {
             .collect();
         ids.sort_unstable();
         self.edges += ids.len() as u64;
-        for (t, r) in task.tensors.iter().zip(&regions) {
-            if let Some(r) = r {
+        for t in task.tensors.iter().filter(|t| tracked(t.role)) {
+            if let Some(r) = Region::of_spanned(&t.desc) {
                 self.map
-                    .register_of(t.desc.addr, *r, access(t.role), task.clone(), live);
+                    .register_of(t.desc.addr, r, access(t.role), task.clone(), live);
             }
         }
         deps.clear();
-        regions.clear();
         self.scratch_deps = deps;
-        self.scratch_regions = regions;
         ids
     }
 

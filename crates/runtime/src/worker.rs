@@ -2,7 +2,10 @@
 //! cores, writes the payload, runs the kernel, completes the subtask and
 //! loops (see `crate::scheduler` for the model and the shutdown steps).
 
-use std::sync::{atomic::Ordering, Arc};
+use std::{
+    sync::{atomic::Ordering, Arc},
+    time::Duration,
+};
 
 use simpler_chip::Reserved;
 use simpler_core::{abi, RaceWriter};
@@ -21,11 +24,13 @@ use crate::{
     RuntimeError,
 };
 
-/// Rounds a worker that found nothing looks for work before it sleeps (a
-/// few µs): a worker that sleeps just before the orchestrator's next
-/// submit costs a wake-up (a system call and a context switch, several
-/// µs) for one task.
-const SPIN: u32 = 200;
+/// How long a worker that found nothing looks for work before it sleeps.
+/// A worker that sleeps just before the orchestrator's next submit costs
+/// the orchestrator a wake-up (a system call, and on this VM an
+/// inter-processor interrupt and often a context switch) for one task.
+/// Measured, stop 24, futex calls per 200 000-task flood: 14 000–22 000
+/// with the old 200 rounds (~5 µs), ~3 000 at 50 µs, ~1 100 at 200 µs.
+const SPIN: Duration = Duration::from_micros(50);
 
 /// Ready work bound to the cores it runs on.
 enum Job {
