@@ -6,9 +6,10 @@
 //! allocation each, as a task is) into the same lock-free ready queue,
 //! never more than `window` in flight (it parks while the window is full,
 //! as a run's orchestrator waits for a task slot), a pool of `workers`
-//! threads popping them, waking and sleeping through the runtime's own
-//! idle mechanism (`crate::idle`), and signalling each completion back
-//! through an atomic count that unparks a waiting orchestrator — but no
+//! threads popping them, spinning, waking and sleeping through the
+//! runtime's own idle mechanism (`crate::idle`, with the workers' spin
+//! limit), and signalling each completion back through an atomic count
+//! that unparks a waiting orchestrator — but no
 //! dependency tracking, no GM, no payload, no dump: each item "runs" a
 //! trivial function. What a run costs per task above this is the
 //! runtime's own work.
@@ -66,10 +67,10 @@ fn worker(p: &Pipe) {
         if p.stop.load(Ordering::Acquire) {
             break;
         }
-        p.idle.sleep(
-            || !p.ready.is_empty() || p.stop.load(Ordering::Acquire),
-            None,
-        );
+        let has_work = || !p.ready.is_empty() || p.stop.load(Ordering::Acquire);
+        if !p.idle.spin(crate::idle::WORKER_SPIN, has_work) {
+            p.idle.sleep(has_work, None);
+        }
     }
     p.sum.fetch_add(local, Ordering::Relaxed);
 }

@@ -2,10 +2,7 @@
 //! cores, writes the payload, runs the kernel, completes the subtask and
 //! loops (see `crate::scheduler` for the model and the shutdown steps).
 
-use std::{
-    sync::{atomic::Ordering, Arc},
-    time::Duration,
-};
+use std::sync::{atomic::Ordering, Arc};
 
 use simpler_chip::Reserved;
 use simpler_core::{abi, RaceWriter};
@@ -23,14 +20,6 @@ use crate::{
     task::Member,
     RuntimeError,
 };
-
-/// How long a worker that found nothing looks for work before it sleeps.
-/// A worker that sleeps just before the orchestrator's next submit costs
-/// the orchestrator a wake-up (a system call, and on this VM an
-/// inter-processor interrupt and often a context switch) for one task.
-/// Measured, stop 24, futex calls per 200 000-task flood: 14 000–22 000
-/// with the old 200 rounds (~5 µs), ~3 000 at 50 µs, ~1 100 at 200 µs.
-const SPIN: Duration = Duration::from_micros(50);
 
 /// Ready work bound to the cores it runs on.
 enum Job {
@@ -160,10 +149,9 @@ impl Worker {
             if shared.shutdown.load(Ordering::SeqCst) {
                 return true;
             }
-            if shared
-                .idle
-                .spin(SPIN, || shared.has_work() || shared.forced())
-            {
+            if shared.idle.spin(crate::idle::WORKER_SPIN, || {
+                shared.has_work() || shared.forced()
+            }) {
                 continue;
             }
             shared.idle.sleep(
