@@ -561,9 +561,9 @@ impl<'r> Orchestrator<'r> {
             // `take_tensors` set every tracked descriptor's span. Made
             // again below rather than kept: a region copied right after it
             // was built stalled on its own narrow writes (perf, stop 24).
-            if let Some(r) = Region::of_spanned(&t.desc) {
+            if let Some(r) = &Region::of_spanned(&t.desc) {
                 self.map
-                    .deps_of(t.desc.addr, &r, access(t.role), live, &mut take);
+                    .deps_of(t.desc.addr, r, access(t.role), live, &mut take);
             }
         }
         for &a in after {

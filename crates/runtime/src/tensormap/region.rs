@@ -67,6 +67,7 @@ impl Region {
     /// (`ChipTensor::set_span`), not as orchestration code left them: the
     /// same region without redoing the span's arithmetic (measured, stop
     /// 23: ~100 instructions per flood task).
+    #[inline]
     pub fn of_spanned(v: &ChipTensor) -> Option<Region> {
         if v.extent_elems == 0 {
             return None;
