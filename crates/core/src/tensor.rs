@@ -262,8 +262,18 @@ impl ChipTensor {
     /// computes, without redoing the span's arithmetic).
     #[inline]
     pub fn set_span(&mut self, span: ByteSpan) {
-        self.extent_elems = span.len() >> self.dtype.size().trailing_zeros();
-        self.is_contiguous = self.is_dense();
+        (self.extent_elems, self.is_contiguous) = self.span_fields(span);
+    }
+
+    /// What [`ChipTensor::set_span`] sets — `extent_elems` and
+    /// `is_contiguous` — read from this descriptor, for writing into a
+    /// copy of it without reading the copy back.
+    #[inline]
+    pub fn span_fields(&self, span: ByteSpan) -> (u64, bool) {
+        (
+            span.len() >> self.dtype.size().trailing_zeros(),
+            self.is_dense(),
+        )
     }
 
     /// Recompute `is_contiguous` and `extent_elems` from shape and strides
