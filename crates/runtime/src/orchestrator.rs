@@ -400,21 +400,20 @@ impl<'r> Orchestrator<'r> {
         // Once blocked, wait for an eighth of the window (the occupant of
         // the slot that far ahead, too): one wake-up per batch of
         // completions, not one per completion.
-        // Looked at through the slot, not cloned: the clone's count update
-        // waited for a line a worker wrote last (perf, stop 24).
+        // Looked at through the slot and cloned only to wait: a clone's
+        // count update waited for a line a worker wrote last (perf, stop 24).
         let busy = self.rings[ring].slots[slot]
             .as_ref()
-            .is_some_and(|p| !p.is_complete());
-        if busy {
-            if let Some(prev) = self.rings[ring].slots[slot].clone() {
-                let k = (slot + (self.window / 8) as usize) % self.window as usize;
-                let ahead = self.rings[ring].slots[k].clone();
-                let marked = self.shared.counters.marked.load(Ordering::Acquire);
-                let target = (marked + u64::from(self.window / 8)).min(self.submitted);
-                self.wait_until_marked(target, || {
-                    prev.is_complete() && ahead.as_ref().is_none_or(|t| t.is_complete())
-                })?;
-            }
+            .filter(|p| !p.is_complete())
+            .cloned();
+        if let Some(prev) = busy {
+            let k = (slot + (self.window / 8) as usize) % self.window as usize;
+            let ahead = self.rings[ring].slots[k].clone();
+            let marked = self.shared.counters.marked.load(Ordering::Acquire);
+            let target = (marked + u64::from(self.window / 8)).min(self.submitted);
+            self.wait_until_marked(target, || {
+                prev.is_complete() && ahead.as_ref().is_none_or(|t| t.is_complete())
+            })?;
         }
 
         // The slot's previous task is complete: when nothing else holds it
