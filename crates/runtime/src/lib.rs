@@ -51,6 +51,7 @@ mod idle;
 mod kernels;
 mod orchestrator;
 mod payload;
+mod prefetch;
 mod racecheck;
 mod ready;
 mod runtime;

@@ -24,6 +24,9 @@ use crate::{
     TensorInfo,
 };
 
+/// How many slots ahead a submit prefetches the task it will reuse.
+const PREFETCH_AHEAD: usize = 8;
+
 /// Scope depths beyond this share the last ring.
 pub const MAX_RINGS: usize = 4;
 
@@ -280,6 +283,16 @@ impl<'r> Orchestrator<'r> {
         lookup(&self.rings, self.window, id)
     }
 
+    /// Ask for the lines a submit reads of the task in `slot` (modulo the
+    /// window) of `ring` before it reuses it (see `crate::prefetch`): the
+    /// reference counts, and the task's `complete` flag and tensor list.
+    fn prefetch_slot(&self, ring: usize, slot: usize) {
+        let slots = &self.rings[ring].slots;
+        if let Some(t) = &slots[slot % slots.len()] {
+            Task::prefetch(t);
+        }
+    }
+
     /// The members `kernels` names: the last submit's when they are the same.
     fn resolve(&mut self, kernels: Kernels) -> Result<Members, RuntimeError> {
         match self.last_members {
@@ -396,6 +409,7 @@ impl<'r> Orchestrator<'r> {
         let local = self.rings[ring].next_local;
         let id = TaskId::new(ring as u32, local);
         let slot = (local % self.window) as usize;
+        self.prefetch_slot(ring, slot + PREFETCH_AHEAD);
         // Back-pressure: the slot's previous occupant must have completed.
         // Once blocked, wait for an eighth of the window (the occupant of
         // the slot that far ahead, too): one wake-up per batch of

@@ -255,6 +255,18 @@ impl Task {
         }
     }
 
+    /// Ask for the lines a submit that reuses `t`'s allocation reads
+    /// first: the reference counts (`Arc::get_mut`), the `complete` flag
+    /// and the tensor list (see `crate::prefetch`).
+    pub fn prefetch(t: &Arc<Task>) {
+        let task = Arc::as_ptr(t);
+        // `ArcInner`: the counts, then the task at its own alignment.
+        let counts = task.cast::<u8>().wrapping_sub(std::mem::align_of::<Task>());
+        crate::prefetch::for_write(counts, 1);
+        crate::prefetch::for_write(std::ptr::addr_of!(t.complete).cast(), 1);
+        crate::prefetch::for_write(std::ptr::addr_of!(t.tensors).cast(), 1);
+    }
+
     /// What the dump needs to know of this task.
     pub fn dump_view(&self) -> simpler_dump::TaskView<'_> {
         simpler_dump::TaskView {
