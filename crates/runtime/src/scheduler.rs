@@ -267,14 +267,29 @@ impl Shared {
         self.push_block(task, 0, by_producer);
     }
 
+    /// [`Shared::push_ready`] with the timeline's stamp of the push
+    /// (level ≥ 3) taken by the caller before it, or taken here when
+    /// `pushed` is 0: the orchestrator's submit span ends with the stamp
+    /// (one clock read per task less on the thread that bounds a flood).
+    pub fn push_ready_at(&self, task: Arc<Task>, by_producer: bool, pushed: u64) {
+        self.push_stamped(task, 0, by_producer, pushed);
+    }
+
     /// Queue block `block` of `task` (see [`Shared::push_ready`]).
     pub fn push_block(&self, task: Arc<Task>, block: u32, by_producer: bool) {
+        self.push_stamped(task, block, by_producer, 0);
+    }
+
+    /// [`Shared::push_block`], the push stamped `pushed` (0: now).
+    #[inline]
+    fn push_stamped(&self, task: Arc<Task>, block: u32, by_producer: bool, pushed: u64) {
         let si = shape_index(task.shape());
         // Stamped before the push: a length worked out at any time never
         // counts its pop without its push.
-        let pushed = match self.swim_level {
-            0..=2 => 0,
-            _ => self.clock.stamp(),
+        let pushed = match (self.swim_level, pushed) {
+            (0..=2, _) => 0,
+            (_, 0) => self.clock.stamp(),
+            (_, t) => t,
         };
         self.ready.push(
             si,

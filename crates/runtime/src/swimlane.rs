@@ -48,7 +48,7 @@ use simpler_isa::InstrRecord;
 pub use arg_table::{ArgBuffer, ArgLayout, ArgRef, ArgTable};
 pub(crate) use orch_log::OrchRecorder;
 pub(crate) use queue_lengths::QueueMove;
-pub(crate) use worker_log::{Dispatched, Phase, WorkerLog};
+pub(crate) use worker_log::{Dispatched, WorkerLog};
 
 use crate::clock::Scale;
 
@@ -379,7 +379,7 @@ fn worker_records(
     let mut dispatches = Vec::with_capacity(workers.iter().map(WorkerLog::dispatches).sum());
     let mut phases = vec![Vec::new(); scheds as usize];
     for w in workers {
-        for (s, p) in w.into_records(|t| scale.ns(t), &queues, &mut dispatches) {
+        for (s, p) in w.into_records(|t| scale.ns(t), &queues, scheds, &mut dispatches) {
             phases[s as usize].push(p);
         }
     }
