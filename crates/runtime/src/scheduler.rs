@@ -57,7 +57,7 @@ use crate::{
     cores::{CoreState, Cores, AIC, AIV, CLUSTER},
     idle::Idle,
     racecheck::{RaceCheck, Races},
-    swimlane::{CostFn, WorkerLog},
+    swimlane::{CostFn, WorkerLog, WorkerRecording},
     task::Task,
     RuntimeError, Shape, SwimlaneConfig,
 };
@@ -147,7 +147,7 @@ pub(crate) struct Shared {
     pub swim_level: u8,
     /// Per worker: its timeline recording (see `crate::swimlane`); a
     /// cache line of its own, or two workers' pushes would fight over it.
-    pub logs: Box<[CachePadded<Mutex<WorkerLog>>]>,
+    pub logs: Box<[CachePadded<WorkerRecording>]>,
     /// Times each kernel's instructions (`--predict`).
     pub cost: Option<CostFn>,
     /// Per worker: a [`state`] value (a cache line each: written around
@@ -520,11 +520,7 @@ impl Chip {
 
     /// What each worker recorded (call after [`Chip::stop_workers`]).
     pub fn take_recorded(&self) -> Vec<WorkerLog> {
-        self.shared
-            .logs
-            .iter()
-            .map(|l| std::mem::take(&mut *l.lock()))
-            .collect()
+        self.shared.logs.iter().map(|l| l.take()).collect()
     }
 
     /// The blocks still queued (call after [`Chip::stop_workers`]), for

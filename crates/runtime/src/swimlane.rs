@@ -48,7 +48,7 @@ use simpler_isa::InstrRecord;
 pub use arg_table::{ArgBuffer, ArgLayout, ArgRef, ArgTable};
 pub(crate) use orch_log::OrchRecorder;
 pub(crate) use queue_lengths::QueueMove;
-pub(crate) use worker_log::{Dispatched, WorkerLog};
+pub(crate) use worker_log::{Dispatched, WorkerLog, WorkerRecording};
 
 use crate::clock::Scale;
 

@@ -308,7 +308,9 @@ impl Worker {
         };
         if self.level > 0 {
             // This worker's log: only it locks it until the stop.
-            let mut log = shared.logs[self.me].lock();
+            let rec = &shared.logs[self.me];
+            let mut log = rec.log();
+            self.file_taken(&mut log, item);
             // Recording, every member that ran has its record.
             let n = std::mem::take(&mut self.n_logged);
             for (k, d) in self.logged[..n].iter_mut().enumerate() {
@@ -318,6 +320,24 @@ impl Worker {
                 }
                 log.dispatch(d, self.costs[k].take());
             }
+            drop(log);
+            rec.filed();
+        }
+    }
+
+    /// File what the timeline keeps of the block that ran, besides its
+    /// dispatches: its trip through the ready queue (level ≥ 3: taken at
+    /// its first dispatch phase's start), and block 0's task arguments.
+    fn file_taken(&self, log: &mut crate::swimlane::WorkerLog, item: &ReadyItem) {
+        if self.level >= 3 {
+            log.moved(QueueMove {
+                queue: crate::scheduler::shape_index(item.task.shape()) as u8,
+                pushed: item.pushed,
+                popped: self.logged[0].phase,
+            });
+        }
+        if item.block == 0 {
+            log.task_args(item.task.id, &item.task.tensors);
         }
     }
 
@@ -354,26 +374,18 @@ impl Worker {
         parking_lot::MutexGuard::try_map(g, Option::as_mut).ok()
     }
 
-    /// Log what the timeline keeps of a block just taken (at `popped`,
-    /// when scheduler phases are recorded, else 0): its trip through the
-    /// ready queue, and block 0's task arguments. Before any member runs:
-    /// a stop may abandon it.
+    /// Keep a block just taken at `popped` (when scheduler phases are
+    /// recorded, else 0) where a stop finds it, should it be cut short:
+    /// its trip through the ready queue. Its records, the trip with them,
+    /// are filed once it ran; its task's arguments then or, cut short,
+    /// with the tasks live at the end.
     fn log_taken(&self, item: &ReadyItem, popped: u64) {
-        let args = self.level > 0 && item.block == 0;
-        if !args && popped == 0 {
-            return;
-        }
-        let mut log = self.shared.logs[self.me].lock();
         if popped != 0 {
-            let queue = crate::scheduler::shape_index(item.task.shape()) as u8;
-            log.moved(QueueMove {
-                queue,
+            self.shared.logs[self.me].taken(QueueMove {
+                queue: crate::scheduler::shape_index(item.task.shape()) as u8,
                 pushed: item.pushed,
                 popped,
             });
-        }
-        if args {
-            log.task_args(item.task.id, &item.task.tensors);
         }
     }
 

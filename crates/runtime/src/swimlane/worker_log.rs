@@ -14,8 +14,19 @@
 //! dispatch runs, files it with one append, takes its lock once per block
 //! after it ran, and the public records are made only when the recording
 //! is taken. It also keeps the arguments of the tasks whose first block
-//! this worker took (`arg_log`).
+//! this worker ran (`arg_log`).
+//!
+//! The lock is taken once per block: a block's trip through its queue and
+//! its task's arguments are filed with its dispatches once it ran, not
+//! before (a second lock per block, two atomic read-modify-writes). What a
+//! stop needs of a block cut short is elsewhere: its trip is kept in the
+//! worker's [`WorkerRecording`] until filed (two plain stores), and its
+//! task, unfinished, has its arguments logged with the tasks live at the
+//! end of the run.
 
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
+
+use parking_lot::{Mutex, MutexGuard};
 use simpler_core::{topology::Subtask, TaskId};
 
 use super::{
@@ -104,10 +115,63 @@ fn phase_record(
     }
 }
 
-/// One worker's recording. Only that worker appends to it, behind a lock
+/// A worker's recording as the run shares it: its log, behind a lock
 /// nobody else takes before the stop (so what a worker abandoned inside a
-/// kernel recorded is still read after it): recording waits for no other
-/// thread and never serialises the work it times.
+/// kernel recorded is still read after it; recording waits for no other
+/// thread and never serialises the work it times), and the trip through
+/// its ready queue of the block it runs (level ≥ 3), until the block's
+/// records are filed.
+#[derive(Default)]
+pub(crate) struct WorkerRecording {
+    log: Mutex<WorkerLog>,
+    /// The running block's [`QueueMove`]: `popped` 0 when there is none.
+    queue: AtomicU8,
+    pushed: AtomicU64,
+    popped: AtomicU64,
+}
+
+impl WorkerRecording {
+    /// The log, locked (by its worker until the stop).
+    #[inline]
+    pub fn log(&self) -> MutexGuard<'_, WorkerLog> {
+        self.log.lock()
+    }
+
+    /// Its worker took a block (its trip `m`, `popped` ≥ 1), before any
+    /// member runs: should the block be cut short, the stop finds it here.
+    /// Plain stores: the stop reads them after the worker exited (joined)
+    /// or was abandoned inside a kernel (its state's compare-exchange
+    /// orders them).
+    #[inline]
+    pub fn taken(&self, m: QueueMove) {
+        self.queue.store(m.queue, Relaxed);
+        self.pushed.store(m.pushed, Relaxed);
+        self.popped.store(m.popped, Relaxed);
+    }
+
+    /// The block taken last was filed in the log, its trip with it.
+    #[inline]
+    pub fn filed(&self) {
+        self.popped.store(0, Relaxed);
+    }
+
+    /// The log, taken out, with the trip of a block taken and never filed
+    /// (call after the stop).
+    pub fn take(&self) -> WorkerLog {
+        let mut log = std::mem::take(&mut *self.log.lock());
+        let popped = self.popped.swap(0, Relaxed);
+        if popped != 0 {
+            log.moved(QueueMove {
+                queue: self.queue.load(Relaxed),
+                pushed: self.pushed.load(Relaxed),
+                popped,
+            });
+        }
+        log
+    }
+}
+
+/// One worker's log (see [`WorkerRecording`]).
 #[derive(Default)]
 pub(crate) struct WorkerLog {
     dispatches: Chunks<Dispatched>,
@@ -131,8 +195,7 @@ impl WorkerLog {
         self.dispatches.push(*d);
     }
 
-    /// Log the arguments of task `id`, whose first block this worker
-    /// took (before it runs).
+    /// Log the arguments of task `id`, whose first block this worker ran.
     pub fn task_args(&mut self, id: TaskId, tensors: &[simpler_core::TaskTensor]) {
         self.args.push_task(id, tensors);
     }
