@@ -105,7 +105,7 @@ fn a_block_abandoned_in_its_kernel_still_counts_in_the_queue_lengths() {
                     Kernels::Aiv(2),
                     TaskArgs::new().output(TensorInfo::new(&[4], DType::Float32)),
                 )?;
-                last = Some(s.outputs[0].clone());
+                last = Some(s.outputs[0]);
             }
             // Every vector task ran before the hung one is taken.
             let one = o.read_scalar(last.as_ref().unwrap(), 0)?;
