@@ -38,6 +38,7 @@ mod chunks;
 mod edges;
 mod orch_log;
 mod queue_lengths;
+mod same_view;
 mod worker_log;
 
 use std::sync::Arc;

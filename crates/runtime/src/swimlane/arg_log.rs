@@ -13,9 +13,8 @@
 //! when it fell out of a small cache: that costs bytes, never truth).
 //! A task whose arguments are those of the task this log logged before
 //! it but for their start offsets (the flood: every task) is logged by
-//! comparing each with the last one of its slot alone, without the cache's
-//! hash and the layout's compare (stop 24, callgrind: the flood's
-//! argument log 236 → ~100 instructions a task).
+//! comparing each with the last one of its slot alone, as bytes
+//! (`same_view`), without the cache's hash and the layout's compare.
 //! The log keeps them so after the run too ([`ArgLog::append_to`] puts
 //! every worker's into one [`ArgTable`]), and decoding gives back the
 //! descriptor bit for bit.
@@ -23,10 +22,11 @@
 use std::ops::Range;
 
 use rustc_hash::FxHashMap;
-use simpler_core::{ArgRole, ChipTensor, TaskId, TaskTensor};
+use simpler_core::{TaskId, TaskTensor};
 
 use super::arg_table::{ArgBuffer, ArgLayout, ArgRef, ArgTable};
 use super::chunks::Chunks;
+use super::same_view::same_but_offset;
 
 /// Buffers remembered by address (direct-mapped).
 const RECENT: usize = 256;
@@ -37,33 +37,9 @@ const SLOTS: usize = 8;
 /// The last argument logged in a slot, and its ids.
 #[derive(Clone, Copy)]
 struct SlotLast {
-    desc: ChipTensor,
-    role: ArgRole,
+    arg: TaskTensor,
     buffer: u32,
     layout: u32,
-}
-
-impl SlotLast {
-    /// Whether `t` is this argument but for its start offset: its buffer
-    /// and layout are then this one's. Every field compared, without
-    /// short cuts (no branch per field).
-    #[inline]
-    fn fits(&self, t: &TaskTensor) -> bool {
-        let (a, b) = (&self.desc, &t.desc);
-        (self.role == t.role)
-            & (a.addr == b.addr)
-            & (a.size == b.size)
-            & (a.owner_task_id == b.owner_task_id)
-            & (a.version == b.version)
-            & (a.ndims == b.ndims)
-            & (a.dtype == b.dtype)
-            & (a.manual_dep == b.manual_dep)
-            & (a.is_contiguous == b.is_contiguous)
-            & (a.address_space == b.address_space)
-            & (a.shapes == b.shapes)
-            & (a.extent_elems == b.extent_elems)
-            & (a.strides == b.strides)
-    }
 }
 
 /// Every argument recorded so far, in order, by task.
@@ -109,12 +85,13 @@ pub(crate) type TaskArgs = FxHashMap<TaskId, Range<u32>>;
 
 impl ArgLog {
     /// Log task `id`'s arguments, in slot order.
+    #[inline]
     pub fn push_task(&mut self, id: TaskId, tensors: &[TaskTensor]) {
         // A task holds at most 32 tensors (checked at submit).
         self.tasks.push((id, tensors.len() as u32));
         for (slot, t) in tensors.iter().enumerate() {
             let (buffer, layout) = match self.last.get(slot) {
-                Some(Some(l)) if l.fits(t) => (l.buffer, l.layout),
+                Some(Some(l)) if same_but_offset(&l.arg, t) => (l.buffer, l.layout),
                 _ => self.ids(slot, t),
             };
             self.args.push(ArgRef {
@@ -126,13 +103,14 @@ impl ArgLog {
     }
 
     /// The buffer and layout ids of `t`, in slot `slot`, remembered as
-    /// the slot's last argument.
+    /// the slot's last argument. Out of line: the fast path above keeps
+    /// its registers.
+    #[inline(never)]
     fn ids(&mut self, slot: usize, t: &TaskTensor) -> (u32, u32) {
         let (buffer, layout) = (self.buffer_id(&t.desc), self.layout_id(slot, t));
         if let Some(l) = self.last.get_mut(slot) {
             *l = Some(SlotLast {
-                desc: t.desc,
-                role: t.role,
+                arg: *t,
                 buffer,
                 layout,
             });

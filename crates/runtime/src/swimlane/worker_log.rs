@@ -196,11 +196,13 @@ impl WorkerLog {
     }
 
     /// Log the arguments of task `id`, whose first block this worker ran.
+    #[inline]
     pub fn task_args(&mut self, id: TaskId, tensors: &[simpler_core::TaskTensor]) {
         self.args.push_task(id, tensors);
     }
 
     /// Log a block's trip through a ready queue (level ≥ 3).
+    #[inline]
     pub fn moved(&mut self, m: QueueMove) {
         self.moves.push(m);
     }
