@@ -100,8 +100,10 @@ pub(crate) const BYTES: bool = fields_fill_the_runs();
 fn run(t: &TaskTensor, r: (usize, usize)) -> &[u8] {
     // SAFETY: `BYTES` holds (the only caller checks it): `r` lies inside
     // a `TaskTensor` and is filled by its fields alone
-    // (`fields_fill_the_runs`), so every byte in it is initialised; the
-    // slice is made from `t`'s own reference and lives no longer.
+    // (`fields_fill_the_runs`) — integers, bools, fieldless enums and
+    // arrays of integers, with no padding inside them — so every byte in
+    // it is initialised; the slice is made from `t`'s own reference and
+    // lives no longer.
     unsafe { std::slice::from_raw_parts((t as *const TaskTensor).cast::<u8>().add(r.0), r.1 - r.0) }
 }
 
