@@ -475,12 +475,14 @@ impl<'r> Orchestrator<'r> {
             .submitted
             .store(self.submitted, Ordering::Release);
         self.note_live();
+        // The timeline's stamp of its queue entry, when it took one.
+        let mut queued = 0;
         if let (Some(r), Some(t0)) = (&mut self.rec, t0) {
             let depth = self.scopes.len() as u32 - 1;
-            r.submitted(&task, &args.after, depth, t0);
+            queued = r.submitted(&task, &args.after, depth, t0);
         }
         if task.release_fanin() {
-            self.shared.push_ready(task, true);
+            self.shared.push_ready_at(task, true, queued);
         }
         Ok(Submitted {
             task_id: id,

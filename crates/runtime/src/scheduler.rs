@@ -57,7 +57,7 @@ use crate::{
     cores::{CoreState, Cores, AIC, AIV, CLUSTER},
     idle::Idle,
     racecheck::{RaceCheck, Races},
-    swimlane::{CostFn, WorkerLog},
+    swimlane::{CostFn, WorkerLog, WorkerRecording},
     task::Task,
     RuntimeError, Shape, SwimlaneConfig,
 };
@@ -147,7 +147,7 @@ pub(crate) struct Shared {
     pub swim_level: u8,
     /// Per worker: its timeline recording (see `crate::swimlane`); a
     /// cache line of its own, or two workers' pushes would fight over it.
-    pub logs: Box<[CachePadded<Mutex<WorkerLog>>]>,
+    pub logs: Box<[CachePadded<WorkerRecording>]>,
     /// Times each kernel's instructions (`--predict`).
     pub cost: Option<CostFn>,
     /// Per worker: a [`state`] value (a cache line each: written around
@@ -267,14 +267,33 @@ impl Shared {
         self.push_block(task, 0, by_producer);
     }
 
+    /// [`Shared::push_ready`] with the timeline's stamp of the push
+    /// (level ≥ 3) taken by the caller before it, or taken here when
+    /// `pushed` is 0: the orchestrator's submit span ends with the stamp
+    /// (one clock read per task less on the thread that bounds a flood).
+    #[inline]
+    pub fn push_ready_at(&self, task: Arc<Task>, by_producer: bool, pushed: u64) {
+        self.push_stamped(task, 0, by_producer, pushed);
+    }
+
     /// Queue block `block` of `task` (see [`Shared::push_ready`]).
+    #[inline]
     pub fn push_block(&self, task: Arc<Task>, block: u32, by_producer: bool) {
+        self.push_stamped(task, block, by_producer, 0);
+    }
+
+    /// [`Shared::push_block`], the push stamped `pushed` (0: now). One
+    /// body out of line for every caller, as `push_block` was: inlined
+    /// into the submit, a plain flood submit took +13 instructions.
+    #[inline(never)]
+    fn push_stamped(&self, task: Arc<Task>, block: u32, by_producer: bool, pushed: u64) {
         let si = shape_index(task.shape());
         // Stamped before the push: a length worked out at any time never
         // counts its pop without its push.
-        let pushed = match self.swim_level {
-            0..=2 => 0,
-            _ => self.clock.stamp(),
+        let pushed = match (self.swim_level, pushed) {
+            (0..=2, _) => 0,
+            (_, 0) => self.clock.stamp(),
+            (_, t) => t,
         };
         self.ready.push(
             si,
@@ -505,11 +524,7 @@ impl Chip {
 
     /// What each worker recorded (call after [`Chip::stop_workers`]).
     pub fn take_recorded(&self) -> Vec<WorkerLog> {
-        self.shared
-            .logs
-            .iter()
-            .map(|l| std::mem::take(&mut *l.lock()))
-            .collect()
+        self.shared.logs.iter().map(|l| l.take()).collect()
     }
 
     /// The blocks still queued (call after [`Chip::stop_workers`]), for

@@ -38,6 +38,7 @@ mod chunks;
 mod edges;
 mod orch_log;
 mod queue_lengths;
+mod same_view;
 mod worker_log;
 
 use std::sync::Arc;
@@ -48,7 +49,7 @@ use simpler_isa::InstrRecord;
 pub use arg_table::{ArgBuffer, ArgLayout, ArgRef, ArgTable};
 pub(crate) use orch_log::OrchRecorder;
 pub(crate) use queue_lengths::QueueMove;
-pub(crate) use worker_log::{Dispatched, Phase, WorkerLog};
+pub(crate) use worker_log::{Dispatched, WorkerLog, WorkerRecording};
 
 use crate::clock::Scale;
 
@@ -379,7 +380,7 @@ fn worker_records(
     let mut dispatches = Vec::with_capacity(workers.iter().map(WorkerLog::dispatches).sum());
     let mut phases = vec![Vec::new(); scheds as usize];
     for w in workers {
-        for (s, p) in w.into_records(|t| scale.ns(t), &queues, &mut dispatches) {
+        for (s, p) in w.into_records(|t| scale.ns(t), &queues, scheds, &mut dispatches) {
             phases[s as usize].push(p);
         }
     }

@@ -16,7 +16,7 @@ use crate::{
     payload,
     racecheck::DispatchWrites,
     scheduler::{settle, state, ReadyItem, Shared},
-    swimlane::{DispatchCost, Dispatched, Phase, QueueMove},
+    swimlane::{DispatchCost, Dispatched, QueueMove},
     task::Member,
     RuntimeError,
 };
@@ -36,10 +36,6 @@ enum Outcome {
     /// The stop was forced while it ran and gave up on this worker.
     Abandoned,
 }
-
-/// A dispatch's timeline record, its dispatch phase (level ≥ 3) and its
-/// cost (`--predict`), as logged once its block completes.
-type Logged = (Dispatched, Option<Phase>, Option<DispatchCost>);
 
 /// A dispatch that ran: its result and its timeline stamps. Small (the
 /// error boxed, the timeline record apart): it is moved per dispatch, and
@@ -84,10 +80,14 @@ pub(crate) struct Worker {
     payload: Arc<Reserved>,
     /// Reused list of the cores a job holds.
     held: Vec<Held>,
-    /// The running block's timeline records, by member (recording only).
-    /// Kept here, not per block: an array of them built per block cost
-    /// four `memcpy` calls per task (~160 instructions, callgrind, `flood`).
-    logged: [Option<Logged>; 3],
+    /// The running block's timeline records (the first `n_logged`, by
+    /// member; recording only), each built in place and filed once, and
+    /// their costs (`--predict`). Kept here, not per block: an array of
+    /// them built per block cost four `memcpy` calls per task (~160
+    /// instructions, callgrind, `flood`).
+    logged: [Dispatched; 3],
+    costs: [Option<DispatchCost>; 3],
+    n_logged: usize,
     /// Timeline level (0: off).
     level: u8,
     /// Whether the run dumps (else the producer is never locked).
@@ -104,7 +104,9 @@ impl Worker {
             shared,
             me,
             held: Vec::with_capacity(3),
-            logged: Default::default(),
+            logged: [Dispatched::EMPTY; 3],
+            costs: [None; 3],
+            n_logged: 0,
             level,
         }
     }
@@ -205,9 +207,9 @@ impl Worker {
             }
         };
         let mut runs: BlockRuns = [const { None }; 3];
-        if self.level > 0 {
+        if self.n_logged != 0 {
             // Left over only by a block the stop cut short.
-            self.logged = Default::default();
+            (self.n_logged, self.costs) = (0, [None; 3]);
         }
         let done = self.run_members(shared, &item, &mut held, &mut runs);
         shared.logical.put(held.drain(..));
@@ -243,10 +245,10 @@ impl Worker {
         for (k, &member) in members.as_slice().iter().enumerate() {
             let core = &mut held[if mix { member.subtask.id() as usize } else { 0 }];
             let id = first_id + k as u64;
-            let phase = self.begin_phase(None);
+            let phase = self.begin_phase(0);
             if k == 0 {
                 // The block was taken just before its first phase began.
-                self.first_member(item, phase.as_ref().map(|p| p.start));
+                self.first_member(item, phase);
             }
             let prep = self.prepare(item, member, core, id);
             let mut cost = None;
@@ -266,11 +268,19 @@ impl Worker {
             };
             // The phase ends as the dispatch is handed out.
             if self.level > 0 {
-                // The cluster's scheduler (every held core is in one
-                // cluster; a division, so worked out only when recording).
-                let sched = core.cluster % shared.scheds;
-                let d = record(item, member, core, sched, dispatched, &r);
-                self.logged[k] = Some((d, phase, cost));
+                record(
+                    &mut self.logged[k],
+                    item,
+                    member,
+                    core,
+                    dispatched,
+                    phase,
+                    &r,
+                );
+                if cost.is_some() {
+                    self.costs[k] = cost;
+                }
+                self.n_logged = k + 1;
             }
             core.reg += 1;
             runs[k] = Some(r);
@@ -283,8 +293,8 @@ impl Worker {
     fn complete(&mut self, shared: &Shared, item: &ReadyItem, runs: &mut BlockRuns) {
         // It began as the (last) kernel returned.
         let phase = match self.level {
-            0..=2 => None,
-            _ => self.begin_phase(runs.iter().flatten().map(|r| r.end).max()),
+            0..=2 => 0,
+            _ => self.begin_phase(runs.iter().flatten().map(|r| r.end).max().unwrap_or(0)),
         };
         let mut producer = self.producer();
         for r in runs.iter_mut().map_while(Option::take) {
@@ -298,27 +308,44 @@ impl Worker {
         };
         if self.level > 0 {
             // This worker's log: only it locks it until the stop.
-            let mut log = shared.logs[self.me].lock();
+            let rec = &shared.logs[self.me];
+            let mut log = rec.log();
+            self.file_taken(&mut log, item);
             // Recording, every member that ran has its record.
-            let members = self.logged.iter().flatten().count();
-            for (k, logged) in self.logged.iter_mut().enumerate() {
-                if let Some((mut d, phase, cost)) = logged.take() {
-                    d.finish = finish;
-                    d.ends_block = k + 1 == members;
-                    log.dispatch(d, cost, phase);
+            let n = std::mem::take(&mut self.n_logged);
+            for (k, d) in self.logged[..n].iter_mut().enumerate() {
+                d.finish = finish;
+                if k + 1 == n {
+                    (d.ends_block, d.done) = (true, phase);
                 }
+                log.dispatch(d, self.costs[k].take());
             }
-            if let Some(p) = phase {
-                log.completion(p);
-            }
+            drop(log);
+            rec.filed();
+        }
+    }
+
+    /// File what the timeline keeps of the block that ran, besides its
+    /// dispatches: its trip through the ready queue (level ≥ 3: taken at
+    /// its first dispatch phase's start), and block 0's task arguments.
+    fn file_taken(&self, log: &mut crate::swimlane::WorkerLog, item: &ReadyItem) {
+        if self.level >= 3 {
+            log.moved(QueueMove {
+                queue: crate::scheduler::shape_index(item.task.shape()) as u8,
+                pushed: item.pushed,
+                popped: self.logged[0].phase,
+            });
+        }
+        if item.block == 0 {
+            log.task_args(item.task.id, &item.task.tensors);
         }
     }
 
     /// Block `item.block` of its task is taken (at `popped`, when
-    /// scheduler phases are recorded): before its first member runs,
-    /// record block 0's inputs, then queue the next block (another worker
-    /// may run it meanwhile).
-    fn first_member(&mut self, item: &ReadyItem, popped: Option<u64>) {
+    /// scheduler phases are recorded, else 0): before its first member
+    /// runs, record block 0's inputs, then queue the next block (another
+    /// worker may run it meanwhile).
+    fn first_member(&mut self, item: &ReadyItem, popped: u64) {
         self.log_taken(item, popped);
         self.before_first_block(item);
         item.task.mark_sent(item.block);
@@ -328,15 +355,14 @@ impl Worker {
         }
     }
 
-    /// Begin a scheduler phase (recorded at level ≥ 3 only): at `start`,
-    /// or now.
-    fn begin_phase(&self, start: Option<u64>) -> Option<Phase> {
-        if self.level < 3 {
-            return None;
+    /// Begin a scheduler phase (recorded at level ≥ 3 only, else 0): at
+    /// `start`, or now when it is 0.
+    fn begin_phase(&self, start: u64) -> u64 {
+        match (self.level, start) {
+            (0..=2, _) => 0,
+            (_, 0) => self.shared.clock.stamp(),
+            (_, t) => t,
         }
-        let start = start.filter(|&t| t > 0);
-        let start = start.unwrap_or_else(|| self.shared.clock.stamp());
-        Some(Phase { start })
     }
 
     /// This worker's dump producer, locked (`None` when dumping is off).
@@ -348,25 +374,18 @@ impl Worker {
         parking_lot::MutexGuard::try_map(g, Option::as_mut).ok()
     }
 
-    /// Log what the timeline keeps of a block just taken (at `popped`):
-    /// its trip through the ready queue, and block 0's task arguments.
-    /// Before any member runs: a stop may abandon it.
-    fn log_taken(&self, item: &ReadyItem, popped: Option<u64>) {
-        let args = self.level > 0 && item.block == 0;
-        if !args && popped.is_none() {
-            return;
-        }
-        let mut log = self.shared.logs[self.me].lock();
-        if let Some(popped) = popped {
-            let queue = crate::scheduler::shape_index(item.task.shape()) as u8;
-            log.moved(QueueMove {
-                queue,
+    /// Keep a block just taken at `popped` (when scheduler phases are
+    /// recorded, else 0) where a stop finds it, should it be cut short:
+    /// its trip through the ready queue. Its records, the trip with them,
+    /// are filed once it ran; its task's arguments then or, cut short,
+    /// with the tasks live at the end.
+    fn log_taken(&self, item: &ReadyItem, popped: u64) {
+        if popped != 0 {
+            self.shared.logs[self.me].taken(QueueMove {
+                queue: crate::scheduler::shape_index(item.task.shape()) as u8,
                 pushed: item.pushed,
                 popped,
             });
-        }
-        if args {
-            log.task_args(item.task.id, &item.task.tensors);
         }
     }
 
@@ -547,28 +566,33 @@ fn keep_writes(shared: &Shared, item: &ReadyItem, member: Member, cs: &mut CoreS
     shared.race.record(&item.task.race, writes);
 }
 
-/// The timeline record of one dispatch (its `finish` is stamped later).
+/// Fill `d`, the timeline record of one dispatch whose phase began at
+/// `phase` (its `finish`, and its block's completion, are filed later).
 fn record(
+    d: &mut Dispatched,
     item: &ReadyItem,
     member: Member,
     core: &CoreState,
-    sched: u32,
     dispatched: u64,
+    phase: u64,
     r: &Ran,
-) -> Dispatched {
-    Dispatched {
+) {
+    *d = Dispatched {
         core_id: core.id,
         reg: core.reg,
         task_id: item.task.id,
         func_id: member.func_id,
         subtask: core.subtask,
         block: item.block,
-        sched,
+        // Every held core is in one cluster: its scheduler's.
+        cluster: core.cluster,
         ends_block: false,
         dispatch: dispatched,
         // A worker starts the kernel right after taking the dispatch.
         start: r.start,
         end: r.end,
         finish: 0,
-    }
+        phase,
+        done: 0,
+    };
 }

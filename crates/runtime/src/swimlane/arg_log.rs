@@ -11,6 +11,10 @@
 //! for 278 528). So an argument is logged as its offset plus the ids of
 //! its buffer and layout, each kept once when first seen (a buffer again
 //! when it fell out of a small cache: that costs bytes, never truth).
+//! A task whose arguments are those of the task this log logged before
+//! it but for their start offsets (the flood: every task) is logged by
+//! comparing each with the last one of its slot alone, as bytes
+//! (`same_view`), without the cache's hash and the layout's compare.
 //! The log keeps them so after the run too ([`ArgLog::append_to`] puts
 //! every worker's into one [`ArgTable`]), and decoding gives back the
 //! descriptor bit for bit.
@@ -22,9 +26,21 @@ use simpler_core::{TaskId, TaskTensor};
 
 use super::arg_table::{ArgBuffer, ArgLayout, ArgRef, ArgTable};
 use super::chunks::Chunks;
+use super::same_view::same_but_offset;
 
 /// Buffers remembered by address (direct-mapped).
 const RECENT: usize = 256;
+
+/// Slots whose last argument is remembered whole.
+const SLOTS: usize = 8;
+
+/// The last argument logged in a slot, and its ids.
+#[derive(Clone, Copy)]
+struct SlotLast {
+    arg: TaskTensor,
+    buffer: u32,
+    layout: u32,
+}
 
 /// Every argument recorded so far, in order, by task.
 pub(crate) struct ArgLog {
@@ -35,8 +51,10 @@ pub(crate) struct ArgLog {
     buffers: Chunks<ArgBuffer>,
     layouts: Vec<ArgLayout>,
     layout_ids: FxHashMap<ArgLayout, u32>,
+    /// The last argument of each of the first slots, whole.
+    last: [Option<SlotLast>; SLOTS],
     /// The layout id last seen in each of the first slots.
-    slot_layout: [Option<u32>; 8],
+    slot_layout: [Option<u32>; SLOTS],
     /// Buffer ids by a hash of the address.
     recent: Box<[Option<(ArgBuffer, u32)>; RECENT]>,
 }
@@ -49,7 +67,8 @@ impl Default for ArgLog {
             buffers: Chunks::default(),
             layouts: Vec::new(),
             layout_ids: FxHashMap::default(),
-            slot_layout: [None; 8],
+            last: [None; SLOTS],
+            slot_layout: [None; SLOTS],
             recent: Box::new([None; RECENT]),
         }
     }
@@ -66,17 +85,37 @@ pub(crate) type TaskArgs = FxHashMap<TaskId, Range<u32>>;
 
 impl ArgLog {
     /// Log task `id`'s arguments, in slot order.
+    #[inline]
     pub fn push_task(&mut self, id: TaskId, tensors: &[TaskTensor]) {
         // A task holds at most 32 tensors (checked at submit).
         self.tasks.push((id, tensors.len() as u32));
         for (slot, t) in tensors.iter().enumerate() {
-            let arg = ArgRef {
-                start_offset: t.desc.start_offset,
-                buffer: self.buffer_id(&t.desc),
-                layout: self.layout_id(slot, t),
+            let (buffer, layout) = match self.last.get(slot) {
+                Some(Some(l)) if same_but_offset(&l.arg, t) => (l.buffer, l.layout),
+                _ => self.ids(slot, t),
             };
-            self.args.push(arg);
+            self.args.push(ArgRef {
+                start_offset: t.desc.start_offset,
+                buffer,
+                layout,
+            });
         }
+    }
+
+    /// The buffer and layout ids of `t`, in slot `slot`, remembered as
+    /// the slot's last argument. Out of line: the fast path above keeps
+    /// its registers.
+    #[inline(never)]
+    fn ids(&mut self, slot: usize, t: &TaskTensor) -> (u32, u32) {
+        let (buffer, layout) = (self.buffer_id(&t.desc), self.layout_id(slot, t));
+        if let Some(l) = self.last.get_mut(slot) {
+            *l = Some(SlotLast {
+                arg: *t,
+                buffer,
+                layout,
+            });
+        }
+        (buffer, layout)
     }
 
     fn buffer_id(&mut self, d: &simpler_core::ChipTensor) -> u32 {
@@ -241,6 +280,50 @@ mod tests {
                 .map(|i| (TaskId(i), table.descs(&ranges[&TaskId(i)]).collect::<Vec<_>>()))
                 .collect();
             prop_assert_eq!(got, want);
+        }
+
+        /// Tasks like the last one but for their start offsets (the fast
+        /// path) and for one field (each field in turn, the role too,
+        /// which must each leave it): every argument decodes to what was
+        /// given.
+        #[test]
+        fn an_argument_like_its_slots_last_but_one_field_decodes_to_itself(
+            base in prop::collection::vec((any::<[u64; 4]>(), any::<u8>()), 1..4),
+            steps in prop::collection::vec((any::<u64>(), 0u8..16, any::<u32>()), 0..80),
+        ) {
+            let mut task: Vec<TaskTensor> = base.iter().map(|&(s, r)| tensor(s, r)).collect();
+            let (mut log, mut want) = (ArgLog::default(), Vec::new());
+            for (i, &(offset, field, x)) in steps.iter().enumerate() {
+                let t = &mut task[i % base.len()];
+                t.desc.start_offset = offset;
+                let d = &mut t.desc;
+                let k = x as usize % MAX_DIMS;
+                match field {
+                    0 => d.addr ^= 1 << (x % 64),
+                    1 => d.size ^= 1 << (x % 64),
+                    2 => d.owner_task_id.0 ^= 1 << (x % 64),
+                    3 => d.version ^= 1 << (x % 32),
+                    4 => d.ndims ^= 1 << (x % 32),
+                    5 => d.dtype = DType::ALL[x as usize % DType::ALL.len()],
+                    6 => d.manual_dep = !d.manual_dep,
+                    7 => d.is_contiguous = !d.is_contiguous,
+                    8 => d.address_space ^= 1 << (x % 8),
+                    9 => d.shapes[k] ^= 1 << (x % 32),
+                    10 => d.extent_elems ^= 1 << (x % 64),
+                    11 => d.strides[k] ^= 1 << (x % 32),
+                    12 => t.role = [ArgRole::Input, ArgRole::InOut, ArgRole::NoDep][x as usize % 3],
+                    // Only the offset changed.
+                    _ => {}
+                }
+                log.push_task(TaskId(i as u64), &task);
+                want.push(task.iter().map(|t| (t.role, t.desc)).collect::<Vec<_>>());
+            }
+            let (mut table, mut ranges) = (ArgTable::default(), TaskArgs::default());
+            log.append_to(&mut table, &mut ranges);
+            for (i, want) in want.iter().enumerate() {
+                let got: Vec<_> = table.descs(&ranges[&TaskId(i as u64)]).collect();
+                prop_assert_eq!(&got, want, "task {}", i);
+            }
         }
     }
 }

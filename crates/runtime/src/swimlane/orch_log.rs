@@ -2,11 +2,15 @@
 //! each submit's span.
 //!
 //! It is written on the thread that bounds a flood of small tasks, so a
-//! submit costs it a 40-byte head in chunks never moved (`chunks`). The
-//! tasks' arguments are logged by the worker that takes a task's first
-//! block (it has time to spare where the orchestrator has none), and at
-//! the end of the run from the tasks still live (never dispatched, or
-//! stopped); the graph is rebuilt from both after the run.
+//! submit costs it one 64-byte record (a cache line) in chunks never
+//! moved (`chunks`), copied from what the task holds with no work per
+//! member (its [`Kernels`] as given: the `[aic, aiv0, aiv1]` func ids
+//! are worked out after the run), and at level 4 the end of its span is
+//! also the stamp of its ready-queue entry (one clock read less per
+//! task). The tasks' arguments are logged by the worker that takes a
+//! task's first block (it has time to spare where the orchestrator has
+//! none), and at the end of the run from the tasks still live (never
+//! dispatched, or stopped); the graph is rebuilt from both after the run.
 
 use std::sync::Arc;
 
@@ -19,24 +23,30 @@ use super::{
     edges::EdgeFinder,
     EdgeRecord, SubmitRecord, TaskRecord,
 };
-use crate::{clock::Clock, task::Task};
+use crate::{clock::Clock, kernels::Kernels, task::Task};
 
 /// A submitted task as recorded; its `after`s are the next ones in the
 /// recorder's log.
 struct TaskHead {
     id: TaskId,
+    /// Its submit's span (level 4; else 0).
+    start: u64,
+    end: u64,
+    kernels: Kernels,
     scope: u32,
     block_num: u32,
-    /// Func ids of `[aic, aiv0, aiv1]`, valid where `has_kernel` says.
-    kernel_ids: [u32; 3],
-    has_kernel: [bool; 3],
     after: u32,
 }
 
-/// A submit's span (level 4): the submit of the head at the same index.
-struct Span {
-    start: u64,
-    end: u64,
+/// Func ids of the `[aic, aiv0, aiv1]` members of a task that runs
+/// `kernels` (an AIV-only task's kernel is aiv0, whichever vector core ran
+/// it), as the task's members are built from them.
+fn kernel_ids(kernels: &Kernels) -> [Option<u32>; 3] {
+    let mut ids = [None; 3];
+    for (subtask, func_id) in kernels.member_slots().into_iter().flatten() {
+        ids[subtask.id() as usize] = Some(func_id);
+    }
+    ids
 }
 
 /// What the orchestrator did, in order.
@@ -49,7 +59,6 @@ pub(crate) struct OrchRecorder {
     after: Chunks<TaskId>,
     /// Buffers freed, each with the number of tasks submitted before.
     forgets: Chunks<(u64, u64)>,
-    spans: Chunks<Span>,
 }
 
 impl OrchRecorder {
@@ -61,7 +70,6 @@ impl OrchRecorder {
             live_args: ArgLog::default(),
             after: Chunks::default(),
             forgets: Chunks::default(),
-            spans: Chunks::default(),
         }
     }
 
@@ -74,32 +82,33 @@ impl OrchRecorder {
         }
     }
 
-    /// `task` was submitted (wired and queued) at scope depth `scope`; the
-    /// submit began at `start`.
-    pub fn submitted(&mut self, task: &Task, after: &[TaskId], scope: u32, start: u64) {
-        if self.level >= 4 {
-            // Before the bookkeeping below, which is the recorder's cost,
-            // not the submit's.
-            let end = self.clock.stamp();
-            self.spans.push(Span { start, end });
-        }
-        let mut kernel_ids = [0; 3];
-        let mut has_kernel = [false; 3];
-        for m in task.members.as_slice() {
-            let k = m.subtask.id() as usize;
-            (kernel_ids[k], has_kernel[k]) = (m.func_id, true);
-        }
+    /// `task` was submitted (wired, not yet queued) at scope depth
+    /// `scope`; the submit began at `start`. Returns the stamp its span
+    /// ended at (level 4; else 0), taken before the task is queued: the
+    /// stamp of its ready-queue entry if it is queued now. Not inlined:
+    /// in the submit it would crowd out what inlining does for a plain
+    /// run (stop 24: a plain flood submit +73 instructions).
+    #[inline(never)]
+    pub fn submitted(&mut self, task: &Task, after: &[TaskId], scope: u32, start: u64) -> u64 {
+        // Before the bookkeeping below, which is the recorder's cost,
+        // not the submit's.
+        let end = match self.level >= 4 {
+            true => self.clock.stamp(),
+            false => 0,
+        };
         for &a in after {
             self.after.push(a);
         }
         self.heads.push(TaskHead {
             id: task.id,
+            start,
+            end,
+            kernels: task.kernels,
             scope,
             block_num: task.block_num,
-            kernel_ids,
-            has_kernel,
             after: u32::try_from(after.len()).unwrap_or(u32::MAX),
         });
+        end
     }
 
     /// The buffer at `addr` was freed: its address may be reused.
@@ -133,6 +142,10 @@ impl OrchRecorder {
         let mut after = self.after.into_iter();
         let mut forgets = self.forgets.into_iter().peekable();
         let mut tasks = Vec::with_capacity(self.heads.len());
+        let mut submits = match self.level >= 4 {
+            true => Vec::with_capacity(self.heads.len()),
+            false => Vec::new(),
+        };
         // One task's descriptors, reused task after task.
         let mut descs = Vec::new();
         for (i, h) in self.heads.into_iter().enumerate() {
@@ -148,23 +161,41 @@ impl OrchRecorder {
             descs.extend(table.descs(&a));
             let after: Vec<_> = after.by_ref().take(h.after as usize).collect();
             edges.task(h.id, &descs, &after);
-            let kernel_ids = [0, 1, 2].map(|k| h.has_kernel[k].then_some(h.kernel_ids[k]));
+            if self.level >= 4 {
+                submits.push(SubmitRecord {
+                    submit_idx: i as u64,
+                    task_id: h.id,
+                    start: h.start,
+                    end: h.end,
+                });
+            }
             tasks.push(TaskRecord {
                 task_id: h.id,
                 scope: h.scope,
-                kernel_ids,
+                kernel_ids: kernel_ids(&h.kernels),
                 block_num: h.block_num,
                 args: a,
             });
         }
-        let submits = (self.spans.into_iter().zip(&tasks).enumerate())
-            .map(|(i, (s, t))| SubmitRecord {
-                submit_idx: i as u64,
-                task_id: t.task_id,
-                start: s.start,
-                end: s.end,
-            })
-            .collect();
         (tasks, edges.into_edges(), submits)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// As the members are built from the kernels: an AIV-only task's
+    /// kernel is aiv0, a MIX member at its subtask's index.
+    #[test]
+    fn func_ids_are_listed_as_aic_aiv0_aiv1() {
+        assert_eq!(kernel_ids(&Kernels::Aic(3)), [Some(3), None, None]);
+        assert_eq!(kernel_ids(&Kernels::Aiv(7)), [None, Some(7), None]);
+        let mix = Kernels::Mix {
+            aic: None,
+            aiv0: Some(4),
+            aiv1: Some(9),
+        };
+        assert_eq!(kernel_ids(&mix), [None, Some(4), Some(9)]);
     }
 }

@@ -7,3 +7,4 @@ mod racecheck;
 mod runtime;
 mod stopped;
 mod tensormap;
+mod timeline_stop;
