@@ -291,6 +291,11 @@ impl<'r> Orchestrator<'r> {
         if let Some(t) = &slots[slot % slots.len()] {
             Task::prefetch(t);
         }
+        // Half as far ahead, the lines asked for above have arrived: the
+        // tensor list's pointer is at hand.
+        if let Some(t) = &slots[(slot - PREFETCH_AHEAD / 2) % slots.len()] {
+            Task::prefetch_tensors(t);
+        }
     }
 
     /// The members `kernels` names: the last submit's when they are the same.

@@ -267,6 +267,14 @@ impl Task {
         crate::prefetch::for_write(std::ptr::addr_of!(t.tensors).cast(), 1);
     }
 
+    /// Ask for the buffer of `t`'s tensor list, which a submit reusing
+    /// `t` writes its arguments into: a few submits after
+    /// [`Task::prefetch`], when the list's pointer is at hand.
+    pub fn prefetch_tensors(t: &Task) {
+        let bytes = std::mem::size_of_val(t.tensors.as_slice());
+        crate::prefetch::for_write(t.tensors.as_ptr().cast(), bytes);
+    }
+
     /// What the dump needs to know of this task.
     pub fn dump_view(&self) -> simpler_dump::TaskView<'_> {
         simpler_dump::TaskView {
