@@ -285,11 +285,11 @@ impl ChipTensor {
 
     /// A sub-box of this view: `offsets[i] .. offsets[i] + shape[i]` in each dim.
     ///
-    /// Every loop runs over all [`MAX_DIMS`] slots (the ones past the rank
-    /// masked), so once inlined the descriptor is built in registers and
-    /// written once: built field by field in memory and then copied whole,
-    /// the copy's wide reads waited for the narrow writes (perf, stop 24:
-    /// most of a flood submit's view-building samples).
+    /// The result is one struct literal, its derived fields worked out by
+    /// `derived` (all [`MAX_DIMS`] slots, the ones past the rank masked):
+    /// built field by field in a copy and then copied out, the copy's wide
+    /// reads waited for the narrow writes (perf, stop 24: most of a flood
+    /// submit's view-building samples).
     ///
     /// # Errors
     /// When the box leaves the view or the rank differs.
@@ -305,10 +305,7 @@ impl ChipTensor {
         }
         let mut start = self.start_offset;
         let mut shapes = self.shapes;
-        for i in 0..MAX_DIMS {
-            if i >= nd {
-                break;
-            }
+        for i in 0..nd {
             let end = u64::from(offsets[i]) + u64::from(shape[i]);
             if end > u64::from(self.shapes[i]) {
                 return Err(ShapeError::OutOfRange {

@@ -612,6 +612,23 @@ mod tests {
     use simpler_chip::Gm;
     use simpler_core::{ArgRole, ChipTensor, DType, TaskId, TaskTensor};
 
+    /// Capture, before its dispatch, task `task` (func `func`) whose one
+    /// input is the `n` bytes at `addr`.
+    fn capture_input(p: &mut Producer, gm: &Gm, task: TaskId, func: u32, addr: u64, n: u32) {
+        let tensors = [TaskTensor {
+            desc: ChipTensor::contiguous(addr, &[n], DType::Uint8),
+            role: ArgRole::Input,
+            marked: false,
+        }];
+        let view = TaskView {
+            task_id: task,
+            func_ids: &[func],
+            tensors: &tensors,
+            scalars: &[],
+        };
+        p.before_dispatch(&view, gm);
+    }
+
     #[test]
     fn the_pool_hands_back_the_newest_batch_emptied() {
         let pool = FreePool::new(2, 64);
@@ -672,19 +689,8 @@ mod tests {
                     for i in 0..600u32 {
                         // Thread 0 walks the layouts up, thread 1 down.
                         let s = if t == 0 { i % 12 } else { 11 - i % 12 };
-                        let n = 8 + s;
-                        let tensors = [TaskTensor {
-                            desc: ChipTensor::contiguous(bufs[s as usize], &[n], DType::Uint8),
-                            role: ArgRole::Input,
-                            marked: false,
-                        }];
-                        let view = TaskView {
-                            task_id: TaskId::new(t, i),
-                            func_ids: &[s],
-                            tensors: &tensors,
-                            scalars: &[],
-                        };
-                        p.before_dispatch(&view, gm);
+                        let task = TaskId::new(t, i);
+                        capture_input(&mut p, gm, task, s, bufs[s as usize], 8 + s);
                     }
                 });
             }
@@ -752,18 +758,8 @@ mod tests {
                     for i in 0..1000u32 {
                         let bytes = capture(sizes, big, t, i);
                         gm.write(buf, &bytes).unwrap();
-                        let tensors = [TaskTensor {
-                            desc: ChipTensor::contiguous(buf, &[bytes.len() as u32], DType::Uint8),
-                            role: ArgRole::Input,
-                            marked: false,
-                        }];
-                        let view = TaskView {
-                            task_id: TaskId::new(t, i),
-                            func_ids: &[0],
-                            tensors: &tensors,
-                            scalars: &[],
-                        };
-                        p.before_dispatch(&view, gm);
+                        let n = bytes.len() as u32;
+                        capture_input(&mut p, gm, TaskId::new(t, i), 0, buf, n);
                     }
                 });
             }
@@ -866,24 +862,13 @@ mod tests {
         };
         let session = DumpSession::start(cfg).unwrap();
         let mut p = session.producer();
-        let tensor = |addr, n| TaskTensor {
-            desc: ChipTensor::contiguous(addr, &[n], DType::Uint8),
-            role: ArgRole::Input,
-            marked: false,
-        };
         for t in 0..64u32 {
-            let tensors = [if t.is_multiple_of(2) {
-                tensor(long, 4000)
+            let (addr, n) = if t.is_multiple_of(2) {
+                (long, 4000)
             } else {
-                tensor(short, 100)
-            }];
-            let view = TaskView {
-                task_id: TaskId::new(0, t),
-                func_ids: &[0],
-                tensors: &tensors,
-                scalars: &[],
+                (short, 100)
             };
-            p.before_dispatch(&view, &gm);
+            capture_input(&mut p, &gm, TaskId::new(0, t), 0, addr, n);
         }
         drop(p);
         let s = session.finish(RunStatus::Complete, vec![]).unwrap();

@@ -283,17 +283,17 @@ impl<'r> Orchestrator<'r> {
         lookup(&self.rings, self.window, id)
     }
 
-    /// Ask for the lines a submit reads of the task in `slot` (modulo the
-    /// window) of `ring` before it reuses it (see `crate::prefetch`): the
-    /// reference counts, and the task's `complete` flag and tensor list.
-    fn prefetch_slot(&self, ring: usize, slot: usize) {
+    /// Ask for what the submits `PREFETCH_AHEAD` slots past `slot` of
+    /// `ring` will read of the tasks they reuse (see `crate::prefetch`):
+    /// the reference counts, `complete` flag and tensor list of the task
+    /// that far ahead, and the tensor list's buffer of the one half as
+    /// far, whose lines asked for then have arrived.
+    fn prefetch_ahead(&self, ring: usize, slot: usize) {
         let slots = &self.rings[ring].slots;
-        if let Some(t) = &slots[slot % slots.len()] {
+        if let Some(t) = &slots[(slot + PREFETCH_AHEAD) % slots.len()] {
             Task::prefetch(t);
         }
-        // Half as far ahead, the lines asked for above have arrived: the
-        // tensor list's pointer is at hand.
-        if let Some(t) = &slots[(slot - PREFETCH_AHEAD / 2) % slots.len()] {
+        if let Some(t) = &slots[(slot + PREFETCH_AHEAD / 2) % slots.len()] {
             Task::prefetch_tensors(t);
         }
     }
@@ -414,7 +414,7 @@ impl<'r> Orchestrator<'r> {
         let local = self.rings[ring].next_local;
         let id = TaskId::new(ring as u32, local);
         let slot = (local % self.window) as usize;
-        self.prefetch_slot(ring, slot + PREFETCH_AHEAD);
+        self.prefetch_ahead(ring, slot);
         // Back-pressure: the slot's previous occupant must have completed.
         // Once blocked, wait for an eighth of the window (the occupant of
         // the slot that far ahead, too): one wake-up per batch of

@@ -277,9 +277,7 @@ impl Worker {
                     phase,
                     &r,
                 );
-                if cost.is_some() {
-                    self.costs[k] = cost;
-                }
+                self.costs[k] = cost;
                 self.n_logged = k + 1;
             }
             core.reg += 1;
