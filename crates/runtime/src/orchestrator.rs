@@ -51,6 +51,10 @@ pub struct Submitted {
 struct Ring {
     next_local: u32,
     slots: Vec<Option<Arc<Task>>>,
+    /// The id of the task last put in each slot, beside the slots: asking
+    /// whether a slot still holds a task reads no line of the task, whose
+    /// lines a worker may hold.
+    ids: Vec<TaskId>,
 }
 
 /// `task` in `prev`'s allocation when nothing else holds `prev`, else in a
@@ -82,11 +86,17 @@ fn check_limits(args: &TaskArgs) -> Result<(), RuntimeError> {
     Ok(())
 }
 
-/// The task `id` names, while it is in its slot and not finished.
+/// The task `id` names, while it is in its slot and not finished. A task
+/// whose slot was reused is finished (a slot is reused only then), and is
+/// known so without touching it.
 fn lookup(rings: &[Ring], window: u32, id: TaskId) -> Option<&Arc<Task>> {
     let ring = rings.get(id.ring() as usize)?;
-    let t = ring.slots[(id.local() % window) as usize].as_ref()?;
-    (t.id == id && !t.is_complete()).then_some(t)
+    let k = (id.local() % window) as usize;
+    if ring.ids[k] != id {
+        return None;
+    }
+    let t = ring.slots[k].as_ref()?;
+    (!t.is_complete()).then_some(t)
 }
 
 /// Whether the TensorMap orders accesses of this role.
@@ -110,7 +120,11 @@ pub struct Orchestrator<'r> {
     scopes: Vec<Vec<Arc<Buffer>>>,
     /// Runtime-allocated buffers of open scopes, by address.
     live: FxHashMap<u64, Arc<Buffer>>,
-    map: TensorMap<Arc<Task>>,
+    /// Entries name tasks by id, not by reference: retiring one then
+    /// updates no reference count on a line the task's worker wrote last
+    /// (perf, stop 25: the count's `lock dec` was a quarter of retiring's
+    /// samples), and registering takes none.
+    map: TensorMap<TaskId>,
     /// Tasks submitted so far.
     submitted: u64,
     parker: Parker,
@@ -156,6 +170,7 @@ impl<'r> Orchestrator<'r> {
                 .map(|_| Ring {
                     next_local: 0,
                     slots: vec![None; window as usize],
+                    ids: vec![TaskId::NONE; window as usize],
                 })
                 .collect(),
             scopes: vec![Vec::new()],
@@ -474,6 +489,7 @@ impl<'r> Orchestrator<'r> {
 
         let dep_ids = self.wire(&task, &args.after);
         self.rings[ring].slots[slot] = Some(task.clone());
+        self.rings[ring].ids[slot] = id;
         self.rings[ring].next_local = local.wrapping_add(1);
         // Before the task can run (its last fan-in goes below).
         self.shared
@@ -566,32 +582,31 @@ impl<'r> Orchestrator<'r> {
     /// waits for (the ones not finished), ascending.
     fn wire(&mut self, task: &Arc<Task>, after: &[TaskId]) -> Vec<TaskId> {
         let mut deps = std::mem::take(&mut self.scratch_deps);
+        let (rings, window) = (&self.rings, self.window);
         // A producer found twice (a creator that is also a writer, the
         // writer and reader entries of an inout) is kept once: the mark
         // is this submit's number.
         let mark = self.submitted;
-        let mut take = |p: &Arc<Task>| {
-            if p.mark(mark) {
-                deps.push(p.clone());
+        let mut take = |id: &TaskId| {
+            if let Some(p) = lookup(rings, window, *id) {
+                if p.mark(mark) {
+                    deps.push(p.clone());
+                }
             }
         };
-        let live = |t: &Arc<Task>| !t.is_complete();
         for t in task.tensors.iter().filter(|t| tracked(t.role)) {
-            if let Some(p) = lookup(&self.rings, self.window, t.desc.owner_task_id) {
-                take(p);
-            }
+            take(&t.desc.owner_task_id);
             // `take_tensors` set every tracked descriptor's span. Made
             // again below rather than kept: a region copied right after it
             // was built stalled on its own narrow writes (perf, stop 24).
             if let Some(r) = &Region::of_spanned(&t.desc) {
+                // `take` filters out finished tasks itself.
                 self.map
-                    .deps_of(t.desc.addr, r, access(t.role), live, &mut take);
+                    .deps_of(t.desc.addr, r, access(t.role), |_| true, &mut take);
             }
         }
-        for &a in after {
-            if let Some(p) = lookup(&self.rings, self.window, a) {
-                take(p);
-            }
+        for a in after {
+            take(a);
         }
         let mut ids: Vec<TaskId> = deps
             .iter()
@@ -600,10 +615,12 @@ impl<'r> Orchestrator<'r> {
             .collect();
         ids.sort_unstable();
         self.edges += ids.len() as u64;
+        // The task itself is not in its slot yet.
+        let live = |id: &TaskId| *id == task.id || lookup(rings, window, *id).is_some();
         for t in task.tensors.iter().filter(|t| tracked(t.role)) {
             if let Some(r) = Region::of_spanned(&t.desc) {
                 self.map
-                    .register_of(t.desc.addr, r, access(t.role), task.clone(), live);
+                    .register_of(t.desc.addr, r, access(t.role), task.id, live);
             }
         }
         deps.clear();
@@ -660,14 +677,15 @@ impl<'r> Orchestrator<'r> {
         if let Some(p) = self.lookup(desc.owner_task_id) {
             deps.push(p.clone());
         }
+        let (rings, window) = (&self.rings, self.window);
         self.map.deps(
             desc,
             Access {
                 read: true,
                 write: false,
             },
-            |t: &Arc<Task>| !t.is_complete(),
-            |t| deps.push(t.clone()),
+            |_| true,
+            |id| deps.extend(lookup(rings, window, *id).cloned()),
         );
         self.wait_until(|| deps.iter().all(|d| d.is_complete()))?;
         // Row-major index → coordinates.
