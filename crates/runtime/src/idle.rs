@@ -51,6 +51,9 @@ pub(crate) const WORKER_SPIN: Duration = Duration::from_micros(50);
 /// (~0.4 µs here: a look and a `spin_loop` hint take ~26 ns).
 pub(crate) const LOOKS_PER_CLOCK: usize = 16;
 
+/// Pauses between two looks.
+const PAUSES_PER_LOOK: usize = 16;
+
 /// Sleeping workers and their wake-up (see the module doc).
 pub(crate) struct Idle {
     /// Workers that announced they sleep (some may still be re-checking).
@@ -146,7 +149,9 @@ impl Idle {
         let found = loop {
             let found = (0..LOOKS_PER_CLOCK).any(|_| {
                 let found = has_work();
-                std::hint::spin_loop();
+                for _ in 0..PAUSES_PER_LOOK {
+                    std::hint::spin_loop();
+                }
                 found
             });
             if found || start.elapsed() >= limit {
