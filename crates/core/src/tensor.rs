@@ -293,7 +293,7 @@ impl ChipTensor {
     ///
     /// # Errors
     /// When the box leaves the view or the rank differs.
-    #[inline]
+    #[inline(always)]
     pub fn view(&self, offsets: &[u32], shape: &[u32]) -> Result<ChipTensor, ShapeError> {
         let nd = self.ndims as usize;
         if offsets.len() != nd || shape.len() != nd || nd > MAX_DIMS {
