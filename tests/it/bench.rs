@@ -1,6 +1,6 @@
-//! `simpler bench large`, `submits` and `submit-instructions` as a user
-//! runs them: JSON per DESIGN §10, the edge bound, the callgrind harness
-//! and its skip path (issue 11).
+//! `simpler bench dispatch`, `large`, `submits` and `submit-instructions`
+//! as a user runs them: JSON per DESIGN §10, the metrics' arithmetic, the
+//! edge bound, the callgrind harness and its skip path (issue 11).
 
 use std::process::{Command, Output};
 
@@ -36,6 +36,27 @@ fn num(v: &Value, key: &str) -> f64 {
 /// UP←previous UP (none for the first) = 5 per block but 1 per batch.
 fn reduced_edges(batches: u64) -> u64 {
     batches * (64 * 5 - 1)
+}
+
+#[test]
+fn bench_dispatch_metrics_follow_from_its_walls() {
+    let v = json(&simpler(&[
+        "bench", "dispatch", "--json", "--tasks", "3000", "--reps", "1",
+    ]));
+    assert_eq!(v["bench"], "dispatch");
+    assert_eq!(v["config"]["tasks"], 3000);
+    let (flood, lp) = (num(&v, "flood_wall_s"), num(&v, "loop_wall_s"));
+    assert!(flood > 0.0 && lp > 0.0, "{v}");
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
+    let us = num(&v, "us_per_task");
+    assert!(close(us, (flood - lp) / 3000.0 * 1e6), "{v}");
+    assert!(close(num(&v, "tasks_per_s"), 3000.0 / flood), "{v}");
+    let floor = num(&v, "floor_us_per_task");
+    assert!(floor > 0.0, "{v}");
+    assert!(close(num(&v, "floor_ratio"), us / floor), "{v}");
+    // Busy time is part of the run's wall, which the flood's wall times.
+    let busy = num(&v, "orch_busy_share");
+    assert!(busy > 0.0 && busy <= 1.0, "{v}");
 }
 
 #[test]
