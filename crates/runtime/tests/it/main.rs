@@ -2,6 +2,7 @@
 
 mod gm_safety;
 mod idle_cpu;
+mod ordering;
 mod pool;
 mod racecheck;
 mod runtime;
