@@ -502,6 +502,30 @@ impl Gm {
                 .is_some_and(|end| end <= self.base + self.size)
     }
 
+    /// Copy the bytes at `addr` out of GM, checked against the mapping
+    /// only: the dump's capture of a dense view, whose span the caller
+    /// worked out once per layout, where [`Gm::gather_prefix`] would work
+    /// out the span and the runs again for every capture. That the bytes
+    /// lie in a live allocation is the caller's promise, as for
+    /// `gather_prefix`; kernels cannot reach this.
+    ///
+    /// # Errors
+    /// [`KernelError::GmOutOfBounds`] when the bytes leave the mapping
+    /// (`dst` unchanged).
+    #[inline]
+    pub fn read_mapped(&self, addr: u64, dst: &mut [u8]) -> KResult<()> {
+        let len = dst.len() as u64;
+        if !self.mapped(addr, len) {
+            return Err(KernelError::GmOutOfBounds {
+                addr,
+                len,
+                near: None,
+            });
+        }
+        self.mem.load(self.offset(addr), dst);
+        Ok(())
+    }
+
     /// Copy bytes out of GM without the allocator lock when they lie in
     /// `area`; otherwise exactly as [`Gm::read`].
     ///

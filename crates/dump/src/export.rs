@@ -14,8 +14,9 @@ use simpler_format::{
 
 use crate::{
     collector::{Collected, RunStatus},
-    kept::{Kept, RecordWriter},
+    kept::Kept,
     record::{role_name, upstream_role, TaskState, UnfinishedTask},
+    record_json::RecordWriter,
     DumpConfig, DumpLayout,
 };
 

@@ -11,18 +11,20 @@
 //! fragments.
 //!
 //! Producers build the [`Kept`] form themselves, as they capture
-//! ([`Interner`]: a few recently used layouts cached per producer, the
-//! shared tables locked only for one not seen before). What travels to the
-//! collector is then 56 bytes a record instead of the whole descriptor,
-//! and the collector only moves each record's payload offset into the
-//! file's.
+//! ([`crate::intern`]: each argument slot's layout cached per producer,
+//! the shared tables locked only for one not seen before). What travels
+//! to the collector is then 56 bytes a record instead of the whole
+//! descriptor, and the collector only moves each record's payload offset
+//! into the file's. The export formats them ([`crate::record_json`]).
 
 use std::collections::HashMap;
 
-use simpler_core::{ArgRole, DType, MAX_DIMS};
-use simpler_format::{scalar::ScalarValue, stream::Cursor};
+use simpler_core::{ArgRole, ChipTensor, DType, MAX_DIMS};
+use simpler_format::stream::Cursor;
 
-use crate::record::{role_name, role_rank, Stage, Subject, TensorRecord};
+#[cfg(test)]
+use crate::record::TensorRecord;
+use crate::record::{role_name, role_rank, Stage, Subject};
 
 /// One tensor-dump record, compact.
 #[derive(Debug, Clone, Copy)]
@@ -83,7 +85,13 @@ impl Kept {
     }
 
     pub fn role(&self) -> ArgRole {
-        ROLES[usize::from(self.flags >> Flags::ROLE_SHIFT)]
+        ROLES[self.role_index()]
+    }
+
+    /// The role's index in [`ROLES`].
+    #[inline]
+    pub fn role_index(&self) -> usize {
+        usize::from(self.flags >> Flags::ROLE_SHIFT).min(ROLES.len() - 1)
     }
 
     pub fn is_scalar(&self) -> bool {
@@ -99,10 +107,71 @@ impl Kept {
     /// Stages in their enum order: a hang snapshot sorts after the task's
     /// completion records. Roles in the layout's order ([`role_rank`]).
     pub fn sort_key(&self, upstream: bool) -> u128 {
-        (u128::from(self.task_id) << 64)
-            | (u128::from(self.stage() as u8) << 62)
-            | (u128::from(self.arg_index) << 54)
-            | (u128::from(role_rank(self.role(), upstream)) << 52)
+        (u128::from(self.task_id) << 64) | (u128::from(self.task_key(upstream)) << 52)
+    }
+
+    /// [`Kept::sort_key`] within one task: (stage, arg index, role) in
+    /// the 12 bits `sort_key` keeps below the task id.
+    #[inline]
+    pub fn task_key(&self, upstream: bool) -> u32 {
+        (u32::from(self.stage() as u8) << 10)
+            | (u32::from(self.arg_index) << 2)
+            | u32::from(role_rank(self.role(), upstream))
+    }
+
+    /// The flags of a record: its role, stage, kind and truncation.
+    #[inline]
+    pub fn flags(role: ArgRole, stage: Stage, scalar: bool, truncated: bool) -> u8 {
+        let role = match role {
+            ArgRole::Input => 0,
+            ArgRole::Output => 1,
+            ArgRole::OutputExisting => 2,
+            ArgRole::InOut => 3,
+            ArgRole::NoDep => 4,
+        };
+        let stage = match stage {
+            Stage::BeforeDispatch => 0,
+            Stage::AfterCompletion => Flags::AFTER,
+            Stage::HangSnapshot => Flags::HANG,
+        };
+        (role << Flags::ROLE_SHIFT)
+            | stage
+            | if scalar { Flags::SCALAR } else { 0 }
+            | if truncated { Flags::TRUNCATED } else { 0 }
+    }
+
+    /// Compact `r`, whose payload starts at `bin_base + r.arena_offset`,
+    /// with its layout and func-id list interned as `layout` and `funcs`.
+    #[cfg(test)]
+    fn new(r: &TensorRecord, layout: u32, funcs: u32, bin_base: u64) -> Kept {
+        let (addr_or_bits, start_offset, scalar) = match r.subject {
+            Subject::Tensor(t) => (t.addr, t.start_offset, false),
+            Subject::Scalar(s) => (s.bits, 0, true),
+        };
+        Kept {
+            task_id: r.task_id.0,
+            addr_or_bits,
+            start_offset,
+            bin_offset: if r.payload_len > 0 {
+                bin_base + r.arena_offset
+            } else {
+                0
+            },
+            bin_size: r.payload_len,
+            layout,
+            funcs,
+            arg_index: r.arg_index.min(255) as u8,
+            flags: Kept::flags(r.role, r.stage, scalar, r.truncated),
+        }
+    }
+
+    /// The same record with its payload `base` bytes further into the
+    /// file (a batch's arena offsets become `.bin` offsets).
+    pub fn moved_by(mut self, base: u64) -> Kept {
+        if self.bin_size > 0 {
+            self.bin_offset += base;
+        }
+        self
     }
 }
 
@@ -117,6 +186,27 @@ pub(crate) enum LayoutKey {
         contiguous: bool,
     },
     Scalar(DType),
+}
+
+impl LayoutKey {
+    /// What of `subject` repeats from record to record.
+    pub fn of(subject: &Subject) -> LayoutKey {
+        match *subject {
+            Subject::Tensor(t) => LayoutKey::tensor(&t),
+            Subject::Scalar(s) => LayoutKey::Scalar(s.dtype),
+        }
+    }
+
+    /// The layout of a tensor record of `t`.
+    pub fn tensor(t: &ChipTensor) -> LayoutKey {
+        LayoutKey::Tensor {
+            dtype: t.dtype,
+            ndims: t.ndims.min(MAX_DIMS as u32) as u8,
+            shape: t.shapes,
+            strides: t.strides,
+            contiguous: t.is_contiguous,
+        }
+    }
 }
 
 /// A layout's JSON around the per-record fields.
@@ -144,115 +234,6 @@ pub(crate) struct Tables {
     /// The same lists as numbers.
     pub func_lists: Vec<Vec<u32>>,
     func_ids: HashMap<([u32; 3], u8), u32>,
-    /// Small cache in front of `layout_ids` (records cycle through a few
-    /// layouts), replaced round-robin.
-    recent: [(Option<LayoutKey>, u32); RECENT],
-    next_recent: usize,
-    /// The last func-id list and its index (a task's records share it).
-    last_funcs: Option<(([u32; 3], u8), u32)>,
-}
-
-const RECENT: usize = 8;
-
-impl Kept {
-    /// Compact `r`, whose payload starts at `bin_base + r.arena_offset`,
-    /// with its layout and func-id list interned as `layout` and `funcs`.
-    fn new(r: &TensorRecord, layout: u32, funcs: u32, bin_base: u64) -> Kept {
-        let (addr_or_bits, start_offset) = match r.subject {
-            Subject::Tensor(t) => (t.addr, t.start_offset),
-            Subject::Scalar(s) => (s.bits, 0),
-        };
-        let role = ROLES.iter().position(|&x| x == r.role).unwrap_or(0) as u8;
-        let mut flags = role << Flags::ROLE_SHIFT;
-        match r.stage {
-            Stage::BeforeDispatch => {}
-            Stage::AfterCompletion => flags |= Flags::AFTER,
-            Stage::HangSnapshot => flags |= Flags::HANG,
-        }
-        if matches!(r.subject, Subject::Scalar(_)) {
-            flags |= Flags::SCALAR;
-        }
-        if r.truncated {
-            flags |= Flags::TRUNCATED;
-        }
-        Kept {
-            task_id: r.task_id.0,
-            addr_or_bits,
-            start_offset,
-            bin_offset: if r.payload_len > 0 {
-                bin_base + r.arena_offset
-            } else {
-                0
-            },
-            bin_size: r.payload_len,
-            layout,
-            funcs,
-            arg_index: r.arg_index.min(255) as u8,
-            flags,
-        }
-    }
-
-    /// The same record with its payload `base` bytes further into the
-    /// file (a batch's arena offsets become `.bin` offsets).
-    pub fn moved_by(mut self, base: u64) -> Kept {
-        if self.bin_size > 0 {
-            self.bin_offset += base;
-        }
-        self
-    }
-}
-
-impl LayoutKey {
-    /// What of `subject` repeats from record to record.
-    fn of(subject: &Subject) -> LayoutKey {
-        match *subject {
-            Subject::Tensor(t) => LayoutKey::Tensor {
-                dtype: t.dtype,
-                ndims: t.ndims.min(MAX_DIMS as u32) as u8,
-                shape: t.shapes,
-                strides: t.strides,
-                contiguous: t.is_contiguous,
-            },
-            Subject::Scalar(s) => LayoutKey::Scalar(s.dtype),
-        }
-    }
-}
-
-/// One producer's way into the run's shared [`Tables`]: the layouts and
-/// func-id list it used last, so that the lock is taken only for one it
-/// has not met (a run cycles through a handful).
-#[derive(Debug, Default)]
-pub(crate) struct Interner {
-    recent: [(Option<LayoutKey>, u32); RECENT],
-    next_recent: usize,
-    last_funcs: Option<(([u32; 3], u8), u32)>,
-}
-
-impl Interner {
-    /// Compact `r` (payload at `r.arena_offset` of its batch: see
-    /// [`Kept::moved_by`]), interning what is new in `tables`.
-    pub fn keep(&mut self, r: &TensorRecord, tables: &parking_lot::Mutex<Tables>) -> Kept {
-        let key = LayoutKey::of(&r.subject);
-        let fkey = (r.func_ids, r.n_funcs.min(3));
-        let layout = match self.recent.iter().find(|(k, _)| *k == Some(key)) {
-            Some(&(_, id)) => id,
-            None => {
-                let id = tables.lock().layout(key);
-                self.recent[self.next_recent] = (Some(key), id);
-                self.next_recent = (self.next_recent + 1) % RECENT;
-                id
-            }
-        };
-        let funcs = match self.last_funcs {
-            Some((k, id)) if k == fkey => id,
-            _ => {
-                let id = tables.lock().funcs(r.func_ids, r.n_funcs);
-                self.last_funcs = Some((fkey, id));
-                id
-            }
-        };
-        Kept::new(r, layout, funcs, 0)
-    }
 }
 
 impl Tables {
@@ -264,11 +245,11 @@ impl Tables {
         Kept::new(r, layout, funcs, bin_base)
     }
 
-    fn layout(&mut self, key: LayoutKey) -> u32 {
-        if let Some(&(_, id)) = self.recent.iter().find(|(k, _)| *k == Some(key)) {
-            return id;
-        }
-        let id = match self.layout_ids.get(&key) {
+    /// The index of `key`'s layout, interned when new. Producers call it
+    /// only for a layout their own caches have not met
+    /// ([`crate::intern::Interner`]).
+    pub fn layout(&mut self, key: LayoutKey) -> u32 {
+        match self.layout_ids.get(&key) {
             Some(&id) => id,
             None => {
                 let id = self.layouts.len() as u32;
@@ -276,34 +257,26 @@ impl Tables {
                 self.layout_ids.insert(key, id);
                 id
             }
-        };
-        self.recent[self.next_recent] = (Some(key), id);
-        self.next_recent = (self.next_recent + 1) % RECENT;
-        id
+        }
     }
 
-    fn funcs(&mut self, ids: [u32; 3], n: u8) -> u32 {
+    /// The index of the func-id list `ids[..n]`, interned when new.
+    pub fn funcs(&mut self, ids: [u32; 3], n: u8) -> u32 {
         let key = (ids, n.min(3));
-        if let Some((k, id)) = self.last_funcs {
-            if k == key {
-                return id;
-            }
-        }
-        let id = *self.func_ids.entry(key).or_insert_with(|| {
+        *self.func_ids.entry(key).or_insert_with(|| {
             let mut s = b"\",\"func_id\":".to_vec();
             push_list(&mut s, &ids[..usize::from(key.1)]);
             s.extend_from_slice(b",\"role\":\"");
             self.funcs.push(Frag::new(s));
             self.func_lists.push(ids[..usize::from(key.1)].to_vec());
             (self.funcs.len() - 1) as u32
-        });
-        self.last_funcs = Some((key, id));
-        id
+        })
     }
 
     /// An upper bound on the bytes of any record's JSON that
-    /// [`RecordWriter::write`] writes for these tables: the longest
-    /// interned fragments and [`FIXED_ROOM`] for the rest.
+    /// [`crate::record_json::RecordWriter::write`] writes for these
+    /// tables: the longest interned fragments and [`FIXED_ROOM`] for the
+    /// rest, and [`PAD`] for the padded copies.
     pub fn record_room(&self) -> usize {
         let layout = self.layouts.iter().map(|l| l.head.len + l.mid.len);
         let funcs = self.funcs.iter().map(|f| f.len);
@@ -316,167 +289,10 @@ impl Tables {
     }
 }
 
-/// Interned text padded with zeros to 64 or [`PAD`] bytes when it is
-/// shorter, so that it is copied whole, inline ([`Cursor::raw_padded`]);
-/// longer text is copied by its length.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Frag {
-    /// The text, then zeros up to its size class.
-    padded: Vec<u8>,
-    /// Bytes of text.
-    pub len: usize,
-}
-
-/// The larger padded size of short fragments (a record's pieces are 20
-/// to 110 bytes; most under 64). Also the most a padded copy writes
-/// beyond a fragment's end, which [`Tables::record_room`] makes room for.
-const PAD: usize = 128;
-
-impl Frag {
-    fn new(text: Vec<u8>) -> Frag {
-        let mut f = Frag::default();
-        f.set(&[&text]);
-        f
-    }
-
-    /// Make this the concatenation of `parts`, reusing its buffer.
-    fn set(&mut self, parts: &[&[u8]]) {
-        self.padded.clear();
-        for p in parts {
-            self.padded.extend_from_slice(p);
-        }
-        self.len = self.padded.len();
-        match self.len {
-            0..64 => self.padded.resize(64, 0),
-            64..PAD => self.padded.resize(PAD, 0),
-            _ => {}
-        }
-    }
-
-    #[inline]
-    fn put(&self, c: &mut Cursor<'_>) {
-        if let Ok(padded) = <&[u8; 64]>::try_from(&self.padded[..]) {
-            c.raw_padded(padded, self.len);
-        } else if let Ok(padded) = <&[u8; PAD]>::try_from(&self.padded[..]) {
-            c.raw_padded(padded, self.len);
-        } else {
-            c.raw(&self.padded[..self.len]);
-        }
-    }
-}
-
-/// Room for every part of a record that is not an interned fragment
-/// (beyond them, [`PAD`] for the padded copies):
-/// `{"task_id":"` and the id (30), the arg index (20), then for a tensor
-/// its start offset (20), address (3 + 18), `","bin_offset":` and the
-/// offset (15 + 20), `,"bin_size":` and the size (12 + 20) and the
-/// closing flags (38): 196; for a scalar its value ([`VALUE_ROOM`]),
-/// `,"bits":"`, the bits and `"}` (69).
-const FIXED_ROOM: usize = 256;
-
-/// Room for a scalar's value: an i64 or u64 (20), serde's shortest f32
-/// or f64 (at most 24) or a quoted `"-inf"` (6).
-const VALUE_ROOM: usize = 40;
-
-/// Formats kept records one after another, byte for byte what serde
-/// writes for the same record as [`simpler_format::tensor_dump::Record`]
-/// (tested, `kept_format_check.rs`).
-///
-/// A large dump formats hundreds of thousands of these after the run, on
-/// its critical path, so a record is a handful of copies into a slice
-/// sized once for the worst case ([`Tables::record_room`]), numbers
-/// written in place: the interned func-id and layout fragments, one
-/// fragment per (role, stage) pair ([`role_stage_table`]), and the text up
-/// to the role, which a task's records share, formatted once per task.
-pub(crate) struct RecordWriter<'t> {
-    tables: &'t Tables,
-    role_stage: &'static [Frag],
-    /// `{"task_id":"0x…","func_id":[…],"role":"` of the task and func-id
-    /// list in `prefix_of`.
-    prefix: Frag,
-    prefix_of: Option<(u64, u32)>,
-}
-
-impl<'t> RecordWriter<'t> {
-    pub fn new(tables: &'t Tables) -> Self {
-        RecordWriter {
-            tables,
-            role_stage: role_stage_table(),
-            prefix: Frag::default(),
-            prefix_of: None,
-        }
-    }
-
-    /// Write the JSON of `k` at the start of `buf` and return its length.
-    ///
-    /// # Panics
-    /// When `buf` is shorter than [`Tables::record_room`].
-    pub fn write(&mut self, buf: &mut [u8], k: &Kept) -> usize {
-        if self.prefix_of != Some((k.task_id, k.funcs)) {
-            self.start_task(k);
-        }
-        let layout = &self.tables.layouts[k.layout as usize];
-        let role = usize::from(k.flags >> Flags::ROLE_SHIFT).min(ROLES.len() - 1);
-        let mut c = Cursor::new(buf);
-        self.prefix.put(&mut c);
-        self.role_stage[role * Stage::ALL.len() + k.stage() as usize].put(&mut c);
-        c.u64(u64::from(k.arg_index));
-        layout.head.put(&mut c);
-        if k.is_scalar() {
-            scalar_value(&mut c, layout.dtype, k.addr_or_bits);
-            c.raw(b",\"bits\":\"");
-            c.hex64(k.addr_or_bits);
-            c.raw(b"\"}");
-        } else {
-            c.u64(k.start_offset);
-            layout.mid.put(&mut c);
-            c.hex64(k.addr_or_bits);
-            c.raw(b"\",\"bin_offset\":");
-            c.u64(k.bin_offset);
-            c.raw(b",\"bin_size\":");
-            c.u64(k.bin_size);
-            c.raw(if k.truncated() {
-                b",\"truncated\":true,\"overwritten\":false}"
-            } else {
-                b",\"truncated\":false,\"overwritten\":false}"
-            });
-        }
-        c.len()
-    }
-
-    /// Format the text up to the role for `k`'s task and func-id list.
-    fn start_task(&mut self, k: &Kept) {
-        let funcs = &self.tables.funcs[k.funcs as usize];
-        self.prefix.set(&[
-            b"{\"task_id\":\"0x",
-            &simpler_format::hex::digits16(k.task_id),
-            &funcs.padded[..funcs.len],
-        ]);
-        self.prefix_of = Some((k.task_id, k.funcs));
-    }
-}
-
-/// A scalar's `value` as serde writes [`simpler_format::scalar::encode`]'s
-/// (integers in place; floats need the shortest round-trip form, which
-/// serde_json's ryu gives).
-fn scalar_value(c: &mut Cursor<'_>, dtype: DType, bits: u64) {
-    match simpler_format::scalar::encode(dtype, bits) {
-        ScalarValue::Int(v) => c.i64(v),
-        ScalarValue::UInt(v) => c.u64(v),
-        float => {
-            let mut text = [0u8; VALUE_ROOM];
-            let mut rest = &mut text[..];
-            serde_json::to_writer(&mut rest, &float).expect("a scalar's value fits its room");
-            let n = VALUE_ROOM - rest.len();
-            c.raw(&text[..n]);
-        }
-    }
-}
-
 /// `input","stage":"before_dispatch","arg_index":` — the text from a
 /// record's role to its arg index, one per (role, stage) pair (`role *
 /// 3 + stage`), built once from the format's names.
-fn role_stage_table() -> &'static [Frag] {
+pub(crate) fn role_stage_table() -> &'static [Frag] {
     static TABLE: std::sync::OnceLock<Vec<Frag>> = std::sync::OnceLock::new();
     TABLE.get_or_init(|| {
         let mut t = Vec::with_capacity(ROLES.len() * Stage::ALL.len());
@@ -493,6 +309,78 @@ fn role_stage_table() -> &'static [Frag] {
         t
     })
 }
+
+/// Interned text padded with zeros to 64, 128 or [`PAD`] bytes when it
+/// is shorter, so that it is copied whole, inline ([`Cursor::raw_padded`]);
+/// longer text is copied by its length.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Frag {
+    /// The text, then zeros up to its size class.
+    padded: Vec<u8>,
+    /// Bytes of text.
+    pub len: usize,
+}
+
+/// The largest padded size of short fragments (a record's template from
+/// its role to its address is ~220 bytes; its other pieces 20 to 110).
+/// Also the most a padded copy writes beyond a fragment's end, which
+/// [`Tables::record_room`] makes room for.
+pub(crate) const PAD: usize = 256;
+
+impl Frag {
+    pub fn new(text: Vec<u8>) -> Frag {
+        let mut f = Frag::default();
+        f.set(&[&text]);
+        f
+    }
+
+    /// Make this the concatenation of `parts`, reusing its buffer.
+    pub fn set(&mut self, parts: &[&[u8]]) {
+        self.padded.clear();
+        for p in parts {
+            self.padded.extend_from_slice(p);
+        }
+        self.len = self.padded.len();
+        match self.len {
+            0..64 => self.padded.resize(64, 0),
+            64..128 => self.padded.resize(128, 0),
+            128..PAD => self.padded.resize(PAD, 0),
+            _ => {}
+        }
+    }
+
+    /// The text.
+    pub fn text(&self) -> &[u8] {
+        &self.padded[..self.len]
+    }
+
+    /// Append the text to `c`, by a copy of its whole size class.
+    #[inline]
+    pub fn put(&self, c: &mut Cursor<'_>) {
+        if let Ok(padded) = <&[u8; 64]>::try_from(&self.padded[..]) {
+            c.raw_padded(padded, self.len);
+        } else if let Ok(padded) = <&[u8; 128]>::try_from(&self.padded[..]) {
+            c.raw_padded(padded, self.len);
+        } else if let Ok(padded) = <&[u8; PAD]>::try_from(&self.padded[..]) {
+            c.raw_padded(padded, self.len);
+        } else {
+            c.raw(self.text());
+        }
+    }
+}
+
+/// Room for every part of a record that is not an interned fragment
+/// (beyond them, [`PAD`] for the padded copies):
+/// `{"task_id":"` and the id (30), the arg index (20), then for a tensor
+/// its start offset (20), address (3 + 18), `","bin_offset":` and the
+/// offset (15 + 20), `,"bin_size":` and the size (12 + 20) and the
+/// closing flags (38): 196; for a scalar its value ([`VALUE_ROOM`]),
+/// `,"bits":"`, the bits and `"}` (69).
+const FIXED_ROOM: usize = 256;
+
+/// Room for a scalar's value: an i64 or u64 (20), serde's shortest f32
+/// or f64 (at most 24) or a quoted `"-inf"` (6).
+pub(crate) const VALUE_ROOM: usize = 40;
 
 fn layout_json(key: &LayoutKey) -> Layout {
     let mut head = Vec::new();
@@ -546,7 +434,7 @@ fn layout_json(key: &LayoutKey) -> Layout {
     }
 }
 
-fn push_int(out: &mut Vec<u8>, v: impl itoa::Integer) {
+pub(crate) fn push_int(out: &mut Vec<u8>, v: impl itoa::Integer) {
     out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
 }
 

@@ -11,8 +11,9 @@ use simpler_format::tensor_dump::{HexField, Record, StrictRecord};
 use simpler_format::upstream::ArgsRecord;
 use simpler_format::vocab::{Kind, Stage};
 
-use crate::kept::{RecordWriter, Tables};
+use crate::kept::Tables;
 use crate::record::{Subject, TensorRecord};
+use crate::record_json::RecordWriter;
 
 fn format_record(r: &TensorRecord, base: u64) -> Record {
     let stage = r.stage;

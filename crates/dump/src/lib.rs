@@ -27,6 +27,7 @@ mod config;
 mod error;
 mod export;
 mod finish;
+mod intern;
 mod kept;
 #[cfg(test)]
 mod kept_format_check;
@@ -34,6 +35,7 @@ mod order;
 mod payload_file;
 mod producer;
 mod record;
+mod record_json;
 mod side_files;
 mod upstream;
 

@@ -20,10 +20,9 @@ use crate::{
     arena::ALIGN,
     carry::{self, Limits},
     collector::{Batch, Shared},
-    kept::Interner,
-    record::{
-        takes, DispatchRecord, OrchArgRecord, Record, Stage, Subject, TensorRecord, CAPTURE_HEAD,
-    },
+    intern::{Facts, Interner},
+    kept::Kept,
+    record::{takes, DispatchRecord, OrchArgRecord, Record, Stage, Subject, CAPTURE_HEAD},
     DumpPolicy,
 };
 
@@ -122,42 +121,51 @@ impl Producer {
         let mut func_ids = [0u32; 3];
         let n_funcs = task.func_ids.len().min(3);
         func_ids[..n_funcs].copy_from_slice(&task.func_ids[..n_funcs]);
-        let base = TensorRecord {
-            task_id: task.task_id,
-            func_ids,
-            n_funcs: n_funcs as u8,
-            stage,
-            role: simpler_core::ArgRole::Input,
+        let base = Kept {
+            task_id: task.task_id.0,
+            addr_or_bits: 0,
+            start_offset: 0,
+            bin_offset: 0,
+            bin_size: 0,
+            layout: 0,
+            funcs: self
+                .interner
+                .funcs(func_ids, n_funcs as u8, &self.shared.tables),
             arg_index: 0,
-            subject: Subject::Scalar(simpler_core::Scalar::u64(0)),
-            arena_offset: 0,
-            payload_len: 0,
-            truncated: false,
+            flags: 0,
         };
         for (i, t) in task.tensors.iter().enumerate() {
             if !takes(stage, t.role) || !level.records(t.marked) {
                 continue;
             }
-            let rec = TensorRecord {
-                role: t.role,
-                arg_index: i as u32,
-                subject: Subject::Tensor(t.desc),
+            let facts = self
+                .interner
+                .tensor(func_ids[0], i, &t.desc, &self.shared.tables);
+            let rec = Kept {
+                addr_or_bits: t.desc.addr,
+                start_offset: t.desc.start_offset,
+                layout: facts.layout,
+                arg_index: i.min(255) as u8,
+                flags: Kept::flags(t.role, stage, false, false),
                 ..base
             };
-            self.push_tensor(rec, &t.desc, level.payload(t.marked), gm);
+            self.push_tensor(rec, &t.desc, facts, level.payload(t.marked), gm);
         }
         if stage == Stage::BeforeDispatch {
-            let nt = task.tensors.len() as u32;
+            let nt = task.tensors.len();
             for (j, s) in task.scalars.iter().enumerate() {
                 if !level.records(s.marked) {
                     continue;
                 }
-                let rec = TensorRecord {
-                    arg_index: nt + j as u32,
-                    subject: Subject::Scalar(s.scalar),
+                let rec = Kept {
+                    addr_or_bits: s.scalar.bits,
+                    layout: self.interner.scalar(s.scalar.dtype, &self.shared.tables),
+                    arg_index: (nt + j).min(255) as u8,
+                    flags: Kept::flags(ArgRole::Input, stage, true, false),
                     ..base
                 };
-                self.push_scalar(rec);
+                self.make_room(0);
+                self.batch.kept.push(rec);
             }
         }
     }
@@ -165,6 +173,7 @@ impl Producer {
     /// Make room for one more record with `payload` arena bytes, handing
     /// the current batch to the collector when it is full. A tensor larger
     /// than the arena gets a batch of its own (block policy).
+    #[inline]
     fn make_room(&mut self, payload: usize) {
         let cap = self.shared.cfg.arena_bytes;
         let records = self.batch.kept.len() + self.batch.records.len();
@@ -176,50 +185,46 @@ impl Producer {
         }
     }
 
-    fn push_scalar(&mut self, rec: TensorRecord) {
-        self.make_room(0);
-        self.keep(&rec);
-    }
-
-    /// Append `rec` in the compact form the collector keeps.
-    fn keep(&mut self, rec: &TensorRecord) {
-        let k = self.interner.keep(rec, &self.shared.tables);
-        self.batch.kept.push(k);
-    }
-
+    /// Append the tensor record `rec` of `view` (whose layout's facts are
+    /// `facts`) and, `with_payload`, the view's bytes.
+    #[inline]
     fn push_tensor(
         &mut self,
-        mut rec: TensorRecord,
+        mut rec: Kept,
         view: &ChipTensor,
+        facts: Facts,
         with_payload: bool,
         gm: &Gm,
     ) {
         let full = if with_payload {
-            view.nbytes() as usize
+            facts.nbytes as usize
         } else {
             0
         };
         let cap = self.shared.cfg.arena_bytes;
         let keep = if full > cap && self.shared.cfg.policy == DumpPolicy::Drop {
-            rec.truncated = true;
+            rec.flags |= Kept::flags(rec.role(), rec.stage(), false, true);
             cap
         } else {
             full
         };
         self.make_room(keep);
-        let start = self.batch.arena.len();
-        // The view is inside live GM (the runtime checked it at
-        // submission); should the gather fail anyway, the record is kept
-        // with zeroed payload rather than lost.
         if keep > 0 {
-            let _ = self
-                .batch
-                .arena
-                .push_with(keep, |dst| gm.gather_prefix(view, dst));
+            rec.bin_offset = self.batch.arena.len() as u64;
+            rec.bin_size = keep as u64;
+            // The view is inside live GM (the runtime checked it at
+            // submission); should the gather fail anyway, the record is
+            // kept with zeroed payload rather than lost. A dense view
+            // whole is one run from its first byte, read as such.
+            let _ = self.batch.arena.push_with(keep, |dst| {
+                match facts.first_byte(view) {
+                    Some(first) if facts.dense && keep == full => gm.read_mapped(first, dst),
+                    _ => gm.gather_prefix(view, dst),
+                }
+                .map_err(drop)
+            });
         }
-        rec.arena_offset = start as u64;
-        rec.payload_len = keep as u64;
-        self.keep(&rec);
+        self.batch.kept.push(rec);
     }
 
     /// Record one argument of the orchestration (metadata only).
@@ -289,6 +294,8 @@ impl Producer {
     /// batch, which must still take `incoming` payload bytes. In drop
     /// mode, when the collector is behind, the batch is discarded and its
     /// records counted.
+    #[cold]
+    #[inline(never)]
     fn flush(&mut self, incoming: usize) {
         let mut fresh = self.shared.fresh_batch();
         let hint = &self.shared.hint;

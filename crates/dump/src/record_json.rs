@@ -1,0 +1,198 @@
+//! The native manifest's record lines, from kept records, by template.
+//!
+//! A large dump formats hundreds of thousands of records after the run,
+//! on its critical path, and nearly all of a record's text repeats: a
+//! task's records share the text up to their role, and a record's text
+//! from its role to its address depends only on its role, stage, arg
+//! index and layout — a handful of combinations per run. So each
+//! combination's text is formatted once into a [`Template`], and a record
+//! is its task's prefix, its template (the variant for a zero start
+//! offset when it has one), the address, the payload offset, and the
+//! template's closing text when the payload size is the one last seen
+//! with it. A scalar's value and bits repeat too (a scale, a flag): the
+//! template keeps the text of the last ones.
+//!
+//! Each piece is one copy of a padded fragment ([`Frag::put`]) into a
+//! slice sized once for the worst case ([`Tables::record_room`]); only
+//! the address and the payload offset are formatted per record (callgrind,
+//! CaseLarge: ~392 → see `docs/performance.md`, "Cheaper capture").
+
+use simpler_core::DType;
+use simpler_format::{scalar::ScalarValue, stream::Cursor};
+
+use crate::kept::{role_stage_table, Frag, Kept, Tables, VALUE_ROOM};
+use crate::record::Stage;
+
+/// One (role, stage, arg index, layout) combination's text.
+#[derive(Debug, Default)]
+struct Template {
+    /// Tensor: from the role to `"start_offset":`; scalar: to `"value":`.
+    head: Frag,
+    /// Tensor: `head`, `0`, then `mid` (a record with no start offset).
+    zero: Frag,
+    /// Tensor: from `,"is_contiguous":` to the address's `"0x`.
+    mid: Frag,
+    /// Tensor: the payload size `tail` was made for; scalar: the bits.
+    tail_for: Option<u64>,
+    /// Tensor: `,"bin_size":…` to the record's end, for `tail_for`;
+    /// scalar: the value, `,"bits":"…"` and the end.
+    tail: Frag,
+}
+
+/// Formats kept records one after another, byte for byte what serde
+/// writes for the same record as [`simpler_format::tensor_dump::Record`]
+/// (tested, `kept_format_check.rs`). One per export thread.
+pub(crate) struct RecordWriter<'t> {
+    tables: &'t Tables,
+    /// `{"task_id":"0x…","func_id":[…],"role":"` of the task and func-id
+    /// list in `prefix_of`.
+    prefix: Frag,
+    prefix_of: Option<(u64, u32)>,
+    /// Per layout index: its templates' keys ((arg index << 8) | flags)
+    /// and their indices in `templates`.
+    by_layout: Vec<Vec<(u16, u32)>>,
+    templates: Vec<Template>,
+}
+
+impl<'t> RecordWriter<'t> {
+    pub fn new(tables: &'t Tables) -> Self {
+        RecordWriter {
+            tables,
+            prefix: Frag::default(),
+            prefix_of: None,
+            by_layout: Vec::new(),
+            templates: Vec::new(),
+        }
+    }
+
+    /// Write the JSON of `k` at the start of `buf` and return its length.
+    ///
+    /// # Panics
+    /// When `buf` is shorter than [`Tables::record_room`].
+    #[inline]
+    pub fn write(&mut self, buf: &mut [u8], k: &Kept) -> usize {
+        if self.prefix_of != Some((k.task_id, k.funcs)) {
+            self.start_task(k);
+        }
+        let t = self.template(k);
+        let t = &mut self.templates[t];
+        let mut c = Cursor::new(buf);
+        self.prefix.put(&mut c);
+        if k.is_scalar() {
+            t.head.put(&mut c);
+            if t.tail_for != Some(k.addr_or_bits) {
+                let dtype = self.tables.layouts[k.layout as usize].dtype;
+                scalar_tail(t, dtype, k.addr_or_bits);
+            }
+            t.tail.put(&mut c);
+            return c.len();
+        }
+        if k.start_offset == 0 {
+            t.zero.put(&mut c);
+        } else {
+            t.head.put(&mut c);
+            c.u64(k.start_offset);
+            t.mid.put(&mut c);
+        }
+        c.raw(&simpler_format::hex::digits16(k.addr_or_bits));
+        c.raw(b"\",\"bin_offset\":");
+        c.u64(k.bin_offset);
+        if t.tail_for != Some(k.bin_size) {
+            tensor_tail(t, k);
+        }
+        t.tail.put(&mut c);
+        c.len()
+    }
+
+    /// Format the text up to the role for `k`'s task and func-id list.
+    fn start_task(&mut self, k: &Kept) {
+        let funcs = &self.tables.funcs[k.funcs as usize];
+        self.prefix.set(&[
+            b"{\"task_id\":\"0x",
+            &simpler_format::hex::digits16(k.task_id),
+            funcs.text(),
+        ]);
+        self.prefix_of = Some((k.task_id, k.funcs));
+    }
+
+    /// The index of `k`'s template, made when new.
+    #[inline]
+    fn template(&mut self, k: &Kept) -> usize {
+        let key = u16::from(k.arg_index) << 8 | u16::from(k.flags);
+        let layout = k.layout as usize;
+        if let Some(ts) = self.by_layout.get(layout) {
+            if let Some(&(_, t)) = ts.iter().find(|(x, _)| *x == key) {
+                return t as usize;
+            }
+        }
+        self.new_template(k, key)
+    }
+
+    #[cold]
+    fn new_template(&mut self, k: &Kept, key: u16) -> usize {
+        let layout = &self.tables.layouts[k.layout as usize];
+        let role = k.role_index();
+        let role_stage = &role_stage_table()[role * Stage::ALL.len() + k.stage() as usize];
+        let mut arg = Vec::new();
+        crate::kept::push_int(&mut arg, k.arg_index);
+        let mut t = Template::default();
+        t.head.set(&[role_stage.text(), &arg, layout.head.text()]);
+        if !k.is_scalar() {
+            t.mid.set(&[layout.mid.text(), b"0x"]);
+            t.zero.set(&[t.head.text(), b"0", t.mid.text()]);
+        }
+        let at = self.templates.len();
+        self.templates.push(t);
+        if self.by_layout.len() <= k.layout as usize {
+            self.by_layout.resize_with(k.layout as usize + 1, Vec::new);
+        }
+        self.by_layout[k.layout as usize].push((key, at as u32));
+        at
+    }
+}
+
+/// Make `t`'s closing text for `k`'s payload size (the template's flags
+/// say whether it is truncated).
+fn tensor_tail(t: &mut Template, k: &Kept) {
+    let mut size = Vec::new();
+    crate::kept::push_int(&mut size, k.bin_size);
+    let flags: &[u8] = if k.truncated() {
+        b",\"truncated\":true,\"overwritten\":false}"
+    } else {
+        b",\"truncated\":false,\"overwritten\":false}"
+    };
+    t.tail.set(&[b",\"bin_size\":", &size, flags]);
+    t.tail_for = Some(k.bin_size);
+}
+
+/// Make `t`'s closing text for a scalar of `dtype` with raw `bits`: its
+/// value as serde writes [`simpler_format::scalar::encode`]'s (floats in
+/// their shortest round-trip form, which serde_json's writer gives), its
+/// bits, the record's end.
+fn scalar_tail(t: &mut Template, dtype: DType, bits: u64) {
+    let mut text = [0u8; VALUE_ROOM];
+    let n = match simpler_format::scalar::encode(dtype, bits) {
+        ScalarValue::Int(v) => {
+            let mut c = Cursor::new(&mut text);
+            c.i64(v);
+            c.len()
+        }
+        ScalarValue::UInt(v) => {
+            let mut c = Cursor::new(&mut text);
+            c.u64(v);
+            c.len()
+        }
+        float => {
+            let mut rest = &mut text[..];
+            serde_json::to_writer(&mut rest, &float).expect("a scalar's value fits its room");
+            VALUE_ROOM - rest.len()
+        }
+    };
+    t.tail.set(&[
+        &text[..n],
+        b",\"bits\":\"0x",
+        &simpler_format::hex::digits16(bits),
+        b"\"}",
+    ]);
+    t.tail_for = Some(bits);
+}
