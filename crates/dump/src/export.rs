@@ -220,15 +220,34 @@ struct Counts {
 }
 
 impl Counts {
-    /// Count `k` under the role the layout writes.
-    fn add(&mut self, k: &Kept, upstream: bool) {
+    /// The counts of `kept`: one pass that counts records by their flags
+    /// (everything counted here is in them), then each flags value's
+    /// records counted at once.
+    fn of(kept: &[Kept], upstream: bool) -> Counts {
+        let mut by_flags = [0u64; 256];
+        for k in kept {
+            by_flags[usize::from(k.flags)] += 1;
+        }
+        let mut n = Counts::default();
+        for (flags, &count) in by_flags.iter().enumerate().filter(|(_, &c)| c > 0) {
+            let k = Kept {
+                flags: flags as u8,
+                ..kept[0]
+            };
+            n.add(&k, upstream, count);
+        }
+        n
+    }
+
+    /// Count `n` records like `k` under the role the layout writes.
+    fn add(&mut self, k: &Kept, upstream: bool, n: u64) {
         match k.stage() {
-            Stage::BeforeDispatch => self.before += 1,
-            Stage::AfterCompletion => self.after += 1,
-            Stage::HangSnapshot => self.hang += 1,
+            Stage::BeforeDispatch => self.before += n,
+            Stage::AfterCompletion => self.after += n,
+            Stage::HangSnapshot => self.hang += n,
         }
         if k.is_scalar() {
-            self.scalars += 1;
+            self.scalars += n;
         } else {
             let role = if upstream {
                 upstream_role(k.role())
@@ -236,13 +255,15 @@ impl Counts {
                 k.role()
             };
             match role_name(role) {
-                "input" => self.input += 1,
-                "output" => self.output += 1,
-                "inout" => self.inout += 1,
+                "input" => self.input += n,
+                "output" => self.output += n,
+                "inout" => self.inout += n,
                 _ => {}
             }
         }
-        self.truncated += u64::from(k.truncated());
+        if k.truncated() {
+            self.truncated += n;
+        }
     }
 }
 
@@ -390,10 +411,7 @@ pub(crate) fn write_manifest(
     end: &ManifestEnd<'_>,
 ) -> std::io::Result<()> {
     let upstream = cfg.layout == DumpLayout::Upstream;
-    let mut n = Counts::default();
-    for k in &c.kept {
-        n.add(k, upstream);
-    }
+    let n = Counts::of(&c.kept, upstream);
     // Indices of the records, not the records themselves, are sorted.
     let order = crate::order::record_order(&c.kept, upstream, Some(&c.task_counts));
     // The record list is last; stream it one record per line.

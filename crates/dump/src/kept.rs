@@ -175,6 +175,25 @@ impl Kept {
     }
 }
 
+/// [`Kept::task_key`] of a record with arg index 0, by its flags: the
+/// ordering's per-record key is then a lookup and an or.
+pub(crate) fn task_keys(upstream: bool) -> [u32; 256] {
+    std::array::from_fn(|flags| {
+        let k = Kept {
+            task_id: 0,
+            addr_or_bits: 0,
+            start_offset: 0,
+            bin_offset: 0,
+            bin_size: 0,
+            layout: 0,
+            funcs: 0,
+            arg_index: 0,
+            flags: flags as u8,
+        };
+        k.task_key(upstream)
+    })
+}
+
 /// What identifies a layout: everything of a record that repeats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum LayoutKey {

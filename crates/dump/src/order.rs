@@ -134,20 +134,47 @@ pub(crate) fn record_order(
             .map(|k| k as u32)
             .collect();
     };
-    // Each key computed once: a task's keys are sorted in a scratch list.
-    let mut keys = Vec::new();
+    // A task's records, in arrival order, are put in order by their key
+    // within the task (stable: equal keys keep their arrival order, as the
+    // full keys' record index would).
+    let keys = crate::kept::task_keys(upstream);
+    let mut scratch = Vec::new();
     for w in start.windows(2) {
         let task = &mut out[w[0]..w[1]];
         if task.len() > 1 {
-            keys.clear();
-            keys.extend(task.iter().map(|&i| key(i)));
-            keys.sort_unstable();
-            for (slot, k) in task.iter_mut().zip(&keys) {
-                *slot = *k as u32;
-            }
+            sort_task(task, kept, &keys, &mut scratch);
         }
     }
     out
+}
+
+/// Put one task's record indices in order of their [`Kept::task_key`]s
+/// (looked up by flags in `keys`), stably. A task has a handful of
+/// records, nearly always in order already (a stage's records are
+/// captured in arg order, and the stages one after the other): one
+/// insertion pass.
+fn sort_task(task: &mut [u32], kept: &[Kept], keys: &[u32; 256], scratch: &mut Vec<(u32, u32)>) {
+    scratch.clear();
+    scratch.extend(task.iter().map(|&i| {
+        let k = &kept[i as usize];
+        (keys[usize::from(k.flags)] | u32::from(k.arg_index) << 2, i)
+    }));
+    if scratch.len() > 64 {
+        scratch.sort_by_key(|&(key, _)| key);
+    } else {
+        for j in 1..scratch.len() {
+            let x = scratch[j];
+            let mut p = j;
+            while p > 0 && scratch[p - 1].0 > x.0 {
+                scratch[p] = scratch[p - 1];
+                p -= 1;
+            }
+            scratch[p] = x;
+        }
+    }
+    for (slot, &(_, i)) in task.iter_mut().zip(scratch.iter()) {
+        *slot = i;
+    }
 }
 
 /// Indices into `kept` grouped by task (`start[b]..start[b + 1]`: task
