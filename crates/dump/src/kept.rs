@@ -20,7 +20,6 @@
 use std::collections::HashMap;
 
 use simpler_core::{ArgRole, ChipTensor, DType, MAX_DIMS};
-use simpler_format::stream::Cursor;
 
 #[cfg(test)]
 use crate::record::TensorRecord;
@@ -297,9 +296,9 @@ impl Tables {
     /// tables: the longest interned fragments and [`FIXED_ROOM`] for the
     /// rest, and [`PAD`] for the padded copies.
     pub fn record_room(&self) -> usize {
-        let layout = self.layouts.iter().map(|l| l.head.len + l.mid.len);
-        let funcs = self.funcs.iter().map(|f| f.len);
-        let role_stage = role_stage_table().iter().map(|f| f.len);
+        let layout = self.layouts.iter().map(|l| l.head.len() + l.mid.len());
+        let funcs = self.funcs.iter().map(Frag::len);
+        let role_stage = role_stage_table().iter().map(Frag::len);
         FIXED_ROOM
             + PAD
             + layout.max().unwrap_or(0)
@@ -329,62 +328,29 @@ pub(crate) fn role_stage_table() -> &'static [Frag] {
     })
 }
 
-/// Interned text padded with zeros to 64, 128 or [`PAD`] bytes when it
-/// is shorter, so that it is copied whole, inline ([`Cursor::raw_padded`]);
-/// longer text is copied by its length.
+/// Interned text: a layout's or a func-id list's JSON between a record's
+/// per-record fields.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Frag {
-    /// The text, then zeros up to its size class.
-    padded: Vec<u8>,
-    /// Bytes of text.
-    pub len: usize,
-}
+pub(crate) struct Frag(Vec<u8>);
 
-/// The largest padded size of short fragments (a record's template from
-/// its role to its address is ~220 bytes; its other pieces 20 to 110).
-/// Also the most a padded copy writes beyond a fragment's end, which
-/// [`Tables::record_room`] makes room for.
+/// The most a padded copy of the record writer writes beyond the text
+/// it copies ([`crate::record_json`]), which [`Tables::record_room`]
+/// makes room for.
 pub(crate) const PAD: usize = 256;
 
 impl Frag {
     pub fn new(text: Vec<u8>) -> Frag {
-        let mut f = Frag::default();
-        f.set(&[&text]);
-        f
-    }
-
-    /// Make this the concatenation of `parts`, reusing its buffer.
-    pub fn set(&mut self, parts: &[&[u8]]) {
-        self.padded.clear();
-        for p in parts {
-            self.padded.extend_from_slice(p);
-        }
-        self.len = self.padded.len();
-        match self.len {
-            0..64 => self.padded.resize(64, 0),
-            64..128 => self.padded.resize(128, 0),
-            128..PAD => self.padded.resize(PAD, 0),
-            _ => {}
-        }
+        Frag(text)
     }
 
     /// The text.
     pub fn text(&self) -> &[u8] {
-        &self.padded[..self.len]
+        &self.0
     }
 
-    /// Append the text to `c`, by a copy of its whole size class.
-    #[inline]
-    pub fn put(&self, c: &mut Cursor<'_>) {
-        if let Ok(padded) = <&[u8; 64]>::try_from(&self.padded[..]) {
-            c.raw_padded(padded, self.len);
-        } else if let Ok(padded) = <&[u8; 128]>::try_from(&self.padded[..]) {
-            c.raw_padded(padded, self.len);
-        } else if let Ok(padded) = <&[u8; PAD]>::try_from(&self.padded[..]) {
-            c.raw_padded(padded, self.len);
-        } else {
-            c.raw(self.text());
-        }
+    /// Bytes of text.
+    pub fn len(&self) -> usize {
+        self.0.len()
     }
 }
 

@@ -20,23 +20,76 @@
 use simpler_core::DType;
 use simpler_format::{scalar::ScalarValue, stream::Cursor};
 
-use crate::kept::{role_stage_table, Frag, Kept, Tables, VALUE_ROOM};
+use crate::kept::{role_stage_table, Kept, Tables, VALUE_ROOM};
 use crate::record::Stage;
+
+/// Text copied by a fixed-size copy of its zero-padded buffer (a few
+/// moves the compiler writes inline, [`Cursor::raw_padded`]), of its
+/// first 64 or 128 bytes when it is that short.
+#[derive(Debug, Clone, Copy)]
+struct Piece<const N: usize> {
+    text: [u8; N],
+    len: usize,
+}
+
+impl<const N: usize> Default for Piece<N> {
+    fn default() -> Self {
+        Piece {
+            text: [0; N],
+            len: 0,
+        }
+    }
+}
+
+impl<const N: usize> Piece<N> {
+    /// `parts` one after the other; `None` when they are longer than `N`.
+    fn of(parts: &[&[u8]]) -> Option<Self> {
+        let mut p = Piece::default();
+        for part in parts {
+            p.text
+                .get_mut(p.len..p.len + part.len())?
+                .copy_from_slice(part);
+            p.len += part.len();
+        }
+        Some(p)
+    }
+
+    #[inline]
+    fn put(&self, c: &mut Cursor<'_>) {
+        if N >= 128 && self.len <= 64 {
+            c.raw_padded(first::<N, 64>(&self.text), self.len);
+        } else if N >= 256 && self.len <= 128 {
+            c.raw_padded(first::<N, 128>(&self.text), self.len);
+        } else {
+            c.raw_padded(&self.text, self.len);
+        }
+    }
+}
+
+/// The first `M` bytes of `a` (`M` ≤ `N`).
+#[inline]
+fn first<const N: usize, const M: usize>(a: &[u8; N]) -> &[u8; M] {
+    a[..M].try_into().expect("a shorter prefix")
+}
 
 /// One (role, stage, arg index, layout) combination's text.
 #[derive(Debug, Default)]
 struct Template {
     /// Tensor: from the role to `"start_offset":`; scalar: to `"value":`.
-    head: Frag,
-    /// Tensor: `head`, `0`, then `mid` (a record with no start offset).
-    zero: Frag,
-    /// Tensor: from `,"is_contiguous":` to the address's `"0x`.
-    mid: Frag,
+    head_text: Vec<u8>,
+    /// `head_text`, when it fits (a layout of five long dims does not:
+    /// its records are written from the text).
+    head: Option<Piece<256>>,
+    /// Tensor: `head_text`, `0` and `mid` (no start offset), when it fits.
+    zero: Option<Piece<256>>,
+    /// Tensor: from `,"is_contiguous":` to the address's `"0x` (at most
+    /// 62 bytes).
+    mid: Piece<64>,
     /// Tensor: the payload size `tail` was made for; scalar: the bits.
     tail_for: Option<u64>,
     /// Tensor: `,"bin_size":…` to the record's end, for `tail_for`;
     /// scalar: the value, `,"bits":"…"` and the end.
-    tail: Frag,
+    tail: Piece<128>,
 }
 
 /// Formats kept records one after another, byte for byte what serde
@@ -45,8 +98,8 @@ struct Template {
 pub(crate) struct RecordWriter<'t> {
     tables: &'t Tables,
     /// `{"task_id":"0x…","func_id":[…],"role":"` of the task and func-id
-    /// list in `prefix_of`.
-    prefix: Frag,
+    /// list in `prefix_of` (at most 85 bytes: three 10-digit func ids).
+    prefix: Piece<128>,
     prefix_of: Option<(u64, u32)>,
     /// Per layout index: its templates' keys ((arg index << 8) | flags)
     /// and their indices in `templates`.
@@ -58,7 +111,7 @@ impl<'t> RecordWriter<'t> {
     pub fn new(tables: &'t Tables) -> Self {
         RecordWriter {
             tables,
-            prefix: Frag::default(),
+            prefix: Piece::default(),
             prefix_of: None,
             by_layout: Vec::new(),
             templates: Vec::new(),
@@ -79,7 +132,7 @@ impl<'t> RecordWriter<'t> {
         let mut c = Cursor::new(buf);
         self.prefix.put(&mut c);
         if k.is_scalar() {
-            t.head.put(&mut c);
+            t.put_head(&mut c);
             if t.tail_for != Some(k.addr_or_bits) {
                 let dtype = self.tables.layouts[k.layout as usize].dtype;
                 scalar_tail(t, dtype, k.addr_or_bits);
@@ -87,12 +140,13 @@ impl<'t> RecordWriter<'t> {
             t.tail.put(&mut c);
             return c.len();
         }
-        if k.start_offset == 0 {
-            t.zero.put(&mut c);
-        } else {
-            t.head.put(&mut c);
-            c.u64(k.start_offset);
-            t.mid.put(&mut c);
+        match &t.zero {
+            Some(zero) if k.start_offset == 0 => zero.put(&mut c),
+            _ => {
+                t.put_head(&mut c);
+                c.u64(k.start_offset);
+                t.mid.put(&mut c);
+            }
         }
         c.raw(&simpler_format::hex::digits16(k.addr_or_bits));
         c.raw(b"\",\"bin_offset\":");
@@ -107,11 +161,12 @@ impl<'t> RecordWriter<'t> {
     /// Format the text up to the role for `k`'s task and func-id list.
     fn start_task(&mut self, k: &Kept) {
         let funcs = &self.tables.funcs[k.funcs as usize];
-        self.prefix.set(&[
+        self.prefix = Piece::of(&[
             b"{\"task_id\":\"0x",
             &simpler_format::hex::digits16(k.task_id),
             funcs.text(),
-        ]);
+        ])
+        .expect("a task's prefix is at most 85 bytes");
         self.prefix_of = Some((k.task_id, k.funcs));
     }
 
@@ -135,12 +190,17 @@ impl<'t> RecordWriter<'t> {
         let role_stage = &role_stage_table()[role * Stage::ALL.len() + k.stage() as usize];
         let mut arg = Vec::new();
         crate::kept::push_int(&mut arg, k.arg_index);
-        let mut t = Template::default();
-        t.head.set(&[role_stage.text(), &arg, layout.head.text()]);
-        if !k.is_scalar() {
-            t.mid.set(&[layout.mid.text(), b"0x"]);
-            t.zero.set(&[t.head.text(), b"0", t.mid.text()]);
-        }
+        let head_text = [role_stage.text(), &arg, layout.head.text()].concat();
+        let mid = [layout.mid.text(), b"0x"].concat();
+        let t = Template {
+            head: Piece::of(&[&head_text]),
+            zero: (!k.is_scalar())
+                .then(|| Piece::of(&[&head_text, b"0", &mid]))
+                .flatten(),
+            mid: Piece::of(&[&mid]).expect("at most 62 bytes"),
+            head_text,
+            ..Template::default()
+        };
         let at = self.templates.len();
         self.templates.push(t);
         if self.by_layout.len() <= k.layout as usize {
@@ -148,6 +208,18 @@ impl<'t> RecordWriter<'t> {
         }
         self.by_layout[k.layout as usize].push((key, at as u32));
         at
+    }
+}
+
+impl Template {
+    /// The text from the role to the start offset (tensor) or the value
+    /// (scalar).
+    #[inline]
+    fn put_head(&self, c: &mut Cursor<'_>) {
+        match &self.head {
+            Some(head) => head.put(c),
+            None => c.raw(&self.head_text),
+        }
     }
 }
 
@@ -161,7 +233,7 @@ fn tensor_tail(t: &mut Template, k: &Kept) {
     } else {
         b",\"truncated\":false,\"overwritten\":false}"
     };
-    t.tail.set(&[b",\"bin_size\":", &size, flags]);
+    t.tail = Piece::of(&[b",\"bin_size\":", &size, flags]).expect("at most 70 bytes");
     t.tail_for = Some(k.bin_size);
 }
 
@@ -188,11 +260,12 @@ fn scalar_tail(t: &mut Template, dtype: DType, bits: u64) {
             VALUE_ROOM - rest.len()
         }
     };
-    t.tail.set(&[
+    t.tail = Piece::of(&[
         &text[..n],
         b",\"bits\":\"0x",
         &simpler_format::hex::digits16(bits),
         b"\"}",
-    ]);
+    ])
+    .expect("at most 69 bytes");
     t.tail_for = Some(bits);
 }
