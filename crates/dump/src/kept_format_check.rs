@@ -214,6 +214,108 @@ proptest! {
     }
 }
 
+/// Layouts a run passes again and again (so that the writer's templates,
+/// its cache of them and its per-template closing texts are met again
+/// with other variable parts), and one too long for the fast pieces.
+fn repeated_subject() -> impl Strategy<Value = Subject> {
+    let layouts = [
+        (DType::Bfloat16, vec![16u32, 16], vec![16u32, 1]),
+        (DType::Float32, vec![16, 16], vec![16, 1]),
+        (DType::Float32, vec![16], vec![1]),
+        (DType::Float32, vec![16, 9], vec![16, 1]),
+        (DType::Fp8E4M3Fn, vec![u32::MAX; 5], vec![u32::MAX - 1; 5]),
+    ];
+    // Addresses in one of two mappings (their upper halves repeat).
+    let addr =
+        (0usize..2, any::<u32>()).prop_map(|(m, low)| [0x7fd4, 0x1][m] << 32 | u64::from(low));
+    let start = prop_oneof![Just(0u64), any::<u64>().prop_map(|v| v >> (v % 64))];
+    let tensor = (proptest::sample::select(layouts.to_vec()), addr, start).prop_map(
+        |((dtype, shape, strides), addr, start)| {
+            let mut t = ChipTensor::contiguous(addr, &shape, dtype);
+            t.strides[..strides.len()].copy_from_slice(&strides);
+            t.is_contiguous = strides.last() == Some(&1);
+            t.start_offset = start;
+            Subject::Tensor(t)
+        },
+    );
+    let scalar_bits = prop_oneof![
+        proptest::sample::select(&SPECIAL_BITS[..6]),
+        Just(0x3e00_0000u64),
+        any::<u64>()
+    ];
+    let scalar = (
+        prop_oneof![Just(DType::Float32), Just(DType::Int32)],
+        scalar_bits,
+    )
+        .prop_map(|(dtype, bits)| {
+            let bits = bits & simpler_format::scalar::width_mask(dtype);
+            Subject::Scalar(Scalar { bits, dtype })
+        });
+    prop_oneof![4 => tensor, 1 => scalar]
+}
+
+/// Records of a run's shape: tasks in order, a few func-id lists, args
+/// and roles, layouts from [`repeated_subject`], payload sizes that
+/// mostly repeat per layout (and sometimes do not: none, truncated,
+/// another size).
+fn repeated_records() -> impl Strategy<Value = Vec<TensorRecord>> {
+    let one = (
+        (repeated_subject(), 0u64..40, 0usize..3, 0u32..5),
+        (0usize..3, 0usize..5, 0u8..8, any::<u64>()),
+    )
+        .prop_map(|((subject, task, funcs, arg), (stage, role, size, at))| {
+            let natural = match subject {
+                Subject::Tensor(t) => t.nbytes().min(1 << 20),
+                Subject::Scalar(_) => 0,
+            };
+            let payload_len = match size {
+                0 => 0,
+                1 => at % 5000,
+                _ => natural,
+            };
+            TensorRecord {
+                task_id: TaskId::new(2, task as u32),
+                func_ids: [[0, 0, 0], [3, 0, 0], [0, 1, 2]][funcs],
+                n_funcs: [1, 1, 3][funcs],
+                stage: Stage::ALL[stage],
+                role: crate::kept::ROLES[role],
+                arg_index: arg,
+                subject,
+                arena_offset: at >> 24,
+                payload_len,
+                truncated: size == 2 && payload_len > 0,
+            }
+        });
+    proptest::collection::vec(one, 1..200).prop_map(|mut v| {
+        v.sort_by_key(|r| r.task_id.0);
+        v
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// The writer's shortcuts — templates per (role, stage, arg, layout)
+    /// and their cache, the zero-offset variant, the closing text kept
+    /// per payload size, a scalar's value text kept per bits, the upper
+    /// half of addresses kept — against serde on the format's type, over
+    /// records that repeat the way a run's do.
+    #[test]
+    fn template_writer_matches_the_format_types_on_repeating_records(records in repeated_records()) {
+        const BASE: u64 = 1 << 20;
+        let mut tables = Tables::default();
+        let kept: Vec<_> = records.iter().map(|r| tables.keep(r, BASE)).collect();
+        let room = tables.record_room();
+        let mut writer = RecordWriter::new(&tables);
+        let mut buf = vec![0u8; room];
+        for (r, k) in records.iter().zip(&kept) {
+            let n = writer.write(&mut buf, k);
+            let want = serde_json::to_vec(&format_record(r, BASE)).unwrap();
+            prop_assert_eq!(std::str::from_utf8(&buf[..n]).unwrap(), std::str::from_utf8(&want).unwrap());
+        }
+    }
+}
+
 /// The room the export makes for a record covers the longest record
 /// there is: five 10-digit dims and strides, the longest dtype name, three
 /// 10-digit func ids, the longest role and stage, 20-digit numbers, and

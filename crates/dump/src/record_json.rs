@@ -54,7 +54,7 @@ impl<const N: usize> Piece<N> {
         Some(p)
     }
 
-    #[inline]
+    #[inline(always)]
     fn put(&self, c: &mut Cursor<'_>) {
         if N >= 128 && self.len <= 64 {
             c.raw_padded(first::<N, 64>(&self.text), self.len);
@@ -105,7 +105,16 @@ pub(crate) struct RecordWriter<'t> {
     /// and their indices in `templates`.
     by_layout: Vec<Vec<(u16, u32)>>,
     templates: Vec<Template>,
+    /// In front of `by_layout`: ((layout << 16) | key, template index) by
+    /// a hash of the two, replaced when another pair takes the entry.
+    recent: Box<[(u64, u32); RECENT]>,
+    /// The upper half of the last address written, and its hex digits: a
+    /// run's GM is one mapping, so nearly every address shares them.
+    high: (u32, [u8; 8]),
 }
+
+/// Entries of [`RecordWriter::recent`] (a power of two).
+const RECENT: usize = 256;
 
 impl<'t> RecordWriter<'t> {
     pub fn new(tables: &'t Tables) -> Self {
@@ -115,6 +124,8 @@ impl<'t> RecordWriter<'t> {
             prefix_of: None,
             by_layout: Vec::new(),
             templates: Vec::new(),
+            recent: Box::new([(u64::MAX, 0); RECENT]),
+            high: (0, simpler_format::hex::digits8(0)),
         }
     }
 
@@ -148,7 +159,14 @@ impl<'t> RecordWriter<'t> {
                 t.mid.put(&mut c);
             }
         }
-        c.raw(&simpler_format::hex::digits16(k.addr_or_bits));
+        let high = (k.addr_or_bits >> 32) as u32;
+        if self.high.0 != high {
+            self.high = (high, simpler_format::hex::digits8(high));
+        }
+        let mut digits = [0u8; 16];
+        digits[..8].copy_from_slice(&self.high.1);
+        digits[8..].copy_from_slice(&simpler_format::hex::digits8(k.addr_or_bits as u32));
+        c.raw(&digits);
         c.raw(b"\",\"bin_offset\":");
         c.u64(k.bin_offset);
         if t.tail_for != Some(k.bin_size) {
@@ -159,6 +177,8 @@ impl<'t> RecordWriter<'t> {
     }
 
     /// Format the text up to the role for `k`'s task and func-id list.
+    #[cold]
+    #[inline(never)]
     fn start_task(&mut self, k: &Kept) {
         let funcs = &self.tables.funcs[k.funcs as usize];
         self.prefix = Piece::of(&[
@@ -174,16 +194,33 @@ impl<'t> RecordWriter<'t> {
     #[inline]
     fn template(&mut self, k: &Kept) -> usize {
         let key = u16::from(k.arg_index) << 8 | u16::from(k.flags);
-        let layout = k.layout as usize;
-        if let Some(ts) = self.by_layout.get(layout) {
-            if let Some(&(_, t)) = ts.iter().find(|(x, _)| *x == key) {
-                return t as usize;
+        let full = u64::from(k.layout) << 16 | u64::from(key);
+        let slot =
+            (full.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - RECENT.trailing_zeros())) as usize;
+        match self.recent[slot] {
+            (f, t) if f == full => t as usize,
+            _ => {
+                let t = self.look_up(k, key);
+                self.recent[slot] = (full, t as u32);
+                t
             }
         }
-        self.new_template(k, key)
     }
 
+    /// [`RecordWriter::template`] past its cache.
     #[cold]
+    #[inline(never)]
+    fn look_up(&mut self, k: &Kept, key: u16) -> usize {
+        let found = self
+            .by_layout
+            .get(k.layout as usize)
+            .and_then(|ts| ts.iter().find(|(x, _)| *x == key));
+        match found {
+            Some(&(_, t)) => t as usize,
+            None => self.new_template(k, key),
+        }
+    }
+
     fn new_template(&mut self, k: &Kept, key: u16) -> usize {
         let layout = &self.tables.layouts[k.layout as usize];
         let role = k.role_index();

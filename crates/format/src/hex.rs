@@ -76,6 +76,14 @@ pub fn digits16(v: u64) -> [u8; 16] {
     out
 }
 
+/// The 8 lowercase hex digits of `x`, most significant first (half of
+/// [`digits16`], for a writer that keeps the other half of a run of
+/// addresses that share it).
+#[inline]
+pub fn digits8(x: u32) -> [u8; 8] {
+    ascii_nibbles(x).to_be_bytes()
+}
+
 /// Byte `i` of the result is nibble `i` of `x` as a lowercase hex digit.
 #[inline]
 fn ascii_nibbles(x: u32) -> u64 {
@@ -173,6 +181,8 @@ mod tests {
         for i in 0..20_000u64 {
             for x in [v, i, u64::MAX - i, 1 << (i % 64), 0xa << (4 * (i % 16))] {
                 assert_eq!(digits16(x), *format!("{x:016x}").as_bytes(), "{x:#x}");
+                let low = x as u32;
+                assert_eq!(digits8(low), *format!("{low:08x}").as_bytes(), "{low:#x}");
             }
             // A xorshift walk over the rest.
             v ^= v << 13;
