@@ -54,22 +54,28 @@ impl<const N: usize> Piece<N> {
         Some(p)
     }
 
+    /// Copies of up to 128 bytes are moves the compiler writes inline; a
+    /// longer one would be a call to `memcpy` (~30 instructions), so a
+    /// longer text goes in two.
     #[inline(always)]
     fn put(&self, c: &mut Cursor<'_>) {
-        if N >= 128 && self.len <= 64 {
-            c.raw_padded(first::<N, 64>(&self.text), self.len);
-        } else if N >= 256 && self.len <= 128 {
-            c.raw_padded(first::<N, 128>(&self.text), self.len);
-        } else {
+        if N <= 128 {
             c.raw_padded(&self.text, self.len);
+        } else if self.len <= 64 {
+            c.raw_padded(part::<N, 64>(&self.text, 0), self.len);
+        } else if self.len <= 128 {
+            c.raw_padded(part::<N, 128>(&self.text, 0), self.len);
+        } else {
+            c.raw_padded(part::<N, 128>(&self.text, 0), 128);
+            c.raw_padded(part::<N, 128>(&self.text, 128), self.len - 128);
         }
     }
 }
 
-/// The first `M` bytes of `a` (`M` ≤ `N`).
-#[inline]
-fn first<const N: usize, const M: usize>(a: &[u8; N]) -> &[u8; M] {
-    a[..M].try_into().expect("a shorter prefix")
+/// Bytes `at..at + M` of `a` (inside it).
+#[inline(always)]
+fn part<const N: usize, const M: usize>(a: &[u8; N], at: usize) -> &[u8; M] {
+    a[at..at + M].try_into().expect("inside the piece")
 }
 
 /// One (role, stage, arg index, layout) combination's text.

@@ -130,20 +130,9 @@ impl<'a> Cursor<'a> {
     /// a size known at compile time is a few moves the compiler writes
     /// inline; one known only at run time is a call to `memcpy` (~20
     /// instructions for the short pieces of a record).
-    ///
-    /// Up to 128 bytes are moved at once; a longer copy would be a call
-    /// to `memcpy` (~30 instructions for a record's 256-byte template),
-    /// so it goes 128 bytes at a time.
     #[inline]
     pub fn raw_padded<const N: usize>(&mut self, padded: &[u8; N], len: usize) {
-        let dst = &mut self.buf[self.at..self.at + N];
-        if N > 128 && N.is_multiple_of(128) {
-            for (d, s) in dst.chunks_exact_mut(128).zip(padded.chunks_exact(128)) {
-                d.copy_from_slice(s);
-            }
-        } else {
-            dst.copy_from_slice(padded);
-        }
+        self.buf[self.at..self.at + N].copy_from_slice(padded);
         self.at += len.min(N);
     }
 
