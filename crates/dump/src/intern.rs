@@ -65,29 +65,49 @@ impl Facts {
 }
 
 /// Everything of a descriptor that [`Facts`] and the [`LayoutKey`] are
-/// made from, as words (the whole `ndims`, not only the dims it uses, so
-/// that a descriptor with a bad `ndims` never shares an entry with a good
-/// one). Word 11 has bit 16 set in every real key: an empty entry (all
-/// zeros) matches none.
-type DescKey = [u32; 12];
-
-fn desc_key(t: &ChipTensor) -> DescKey {
-    let mut k = [0u32; 12];
-    k[..MAX_DIMS].copy_from_slice(&t.shapes);
-    k[MAX_DIMS..2 * MAX_DIMS].copy_from_slice(&t.strides);
-    k[10] = t.ndims;
-    k[11] = u32::from(t.dtype.code()) | u32::from(t.is_contiguous) << 8 | 1 << 16;
-    k
+/// made from (the whole `ndims`, not only the dims it uses, so that a
+/// descriptor with a bad `ndims` never shares an entry with a good one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct DescKey {
+    shapes: [u32; MAX_DIMS],
+    strides: [u32; MAX_DIMS],
+    ndims: u32,
+    dtype: DType,
+    contiguous: bool,
 }
 
-/// Entries of the per-slot cache (a power of two).
-const SLOTS: usize = 64;
+impl DescKey {
+    fn of(t: &ChipTensor) -> DescKey {
+        DescKey {
+            shapes: t.shapes,
+            strides: t.strides,
+            ndims: t.ndims,
+            dtype: t.dtype,
+            contiguous: t.is_contiguous,
+        }
+    }
+
+    /// `t` has this layout (compared in place, without building its key).
+    #[inline]
+    fn matches(&self, t: &ChipTensor) -> bool {
+        self.shapes == t.shapes
+            && self.strides == t.strides
+            && self.ndims == t.ndims
+            && self.dtype == t.dtype
+            && self.contiguous == t.is_contiguous
+    }
+}
+
+/// Entries of the per-slot cache: a slot for each of the 32 argument
+/// slots of eight func ids.
+const SLOTS: usize = 256;
 
 /// See the module doc. Belongs to one producer (one thread).
 #[derive(Debug)]
 pub(crate) struct Interner {
-    /// The last layout seen per (func, slot), by [`slot`].
-    slots: Box<[(DescKey, Facts); SLOTS]>,
+    /// The last layout seen per (func, slot), by [`slot`] (`None`: no
+    /// layout yet).
+    slots: Box<[Option<(DescKey, Facts)>; SLOTS]>,
     /// Every layout this producer met.
     seen: HashMap<DescKey, Facts>,
     /// Layout index per scalar dtype code (`u32::MAX`: not met yet).
@@ -98,14 +118,8 @@ pub(crate) struct Interner {
 
 impl Default for Interner {
     fn default() -> Self {
-        let empty = Facts {
-            layout: 0,
-            nbytes: 0,
-            elem: 0,
-            dense: false,
-        };
         Interner {
-            slots: Box::new([([0; 12], empty); SLOTS]),
+            slots: Box::new([None; SLOTS]),
             seen: HashMap::new(),
             scalars: [u32::MAX; 16],
             last_funcs: None,
@@ -113,12 +127,12 @@ impl Default for Interner {
     }
 }
 
-/// The cache entry of argument slot `arg` of a task whose first func id
-/// is `func`.
+/// The cache entry of argument slot `arg` (< 32) of a task whose first
+/// func id is `func`: distinct for func ids that differ below 8 (a
+/// workload's kernels are numbered from 0), shared by those 8 apart.
 #[inline]
 fn slot(func: u32, arg: usize) -> usize {
-    let h = (u64::from(func) << 8 | arg as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    (h >> (64 - SLOTS.trailing_zeros())) as usize
+    ((func as usize) << 5 | arg & 31) % SLOTS
 }
 
 impl Interner {
@@ -132,17 +146,19 @@ impl Interner {
         t: &ChipTensor,
         tables: &Mutex<Tables>,
     ) -> Facts {
-        let key = desc_key(t);
         let entry = &mut self.slots[slot(func, arg)];
-        if entry.0 == key {
-            return entry.1;
+        match entry {
+            Some((key, facts)) if key.matches(t) => *facts,
+            _ => {
+                let key = DescKey::of(t);
+                let facts = *self
+                    .seen
+                    .entry(key)
+                    .or_insert_with(|| Facts::of(t, tables.lock().layout(LayoutKey::tensor(t))));
+                *entry = Some((key, facts));
+                facts
+            }
         }
-        let facts = *self
-            .seen
-            .entry(key)
-            .or_insert_with(|| Facts::of(t, tables.lock().layout(LayoutKey::tensor(t))));
-        *entry = (key, facts);
-        facts
     }
 
     /// The layout index of a scalar of `dtype`.

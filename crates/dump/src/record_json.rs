@@ -54,17 +54,21 @@ impl<const N: usize> Piece<N> {
         Some(p)
     }
 
-    /// Copies of up to 128 bytes are moves the compiler writes inline; a
-    /// longer one would be a call to `memcpy` (~30 instructions), so a
-    /// longer text goes in two.
+    /// The text is copied by the smallest of 64 or 128 bytes that holds
+    /// it, or in two copies: up to 128 bytes are moves the compiler writes
+    /// inline, a longer copy would be a call to `memcpy` (~30
+    /// instructions).
     #[inline(always)]
     fn put(&self, c: &mut Cursor<'_>) {
-        if N <= 128 {
+        if N <= 64 {
             c.raw_padded(&self.text, self.len);
         } else if self.len <= 64 {
             c.raw_padded(part::<N, 64>(&self.text, 0), self.len);
-        } else if self.len <= 128 {
+        } else if N <= 128 || self.len <= 128 {
             c.raw_padded(part::<N, 128>(&self.text, 0), self.len);
+        } else if self.len <= 192 {
+            c.raw_padded(part::<N, 128>(&self.text, 0), 128);
+            c.raw_padded(part::<N, 64>(&self.text, 128), self.len - 128);
         } else {
             c.raw_padded(part::<N, 128>(&self.text, 0), 128);
             c.raw_padded(part::<N, 128>(&self.text, 128), self.len - 128);
