@@ -174,6 +174,9 @@ pub(crate) struct Collected {
     pub bin_error: Option<std::io::Error>,
     /// Tensor records dropped because their payload did not reach the file.
     pub lost: u64,
+    /// The kept records counted for the export (`None` until counted, or
+    /// after records were taken out).
+    pub census: Option<crate::export::Census>,
     /// The race check's findings, for the manifest header.
     pub races: RaceSection,
 }
@@ -282,6 +285,7 @@ fn collector_main(setup: CollectorSetup) -> Collected {
         bin_bytes: 0,
         bin_error: None,
         lost: 0,
+        census: None,
         races: RaceSection::default(),
     };
     for batch in rx {

@@ -219,21 +219,56 @@ struct Counts {
     truncated: u64,
 }
 
-impl Counts {
-    /// The counts of `kept`: one pass that counts records by their flags
-    /// (everything counted here is in them), then each flags value's
-    /// records counted at once.
-    fn of(kept: &[Kept], upstream: bool) -> Counts {
-        let mut by_flags = [0u64; 256];
+/// What the export needs to know of all the kept records, counted in
+/// one pass over them (a large dump's are tens of MB, read after the
+/// run): how many carry each flags value (role, stage, kind,
+/// truncation), and where the last payload ends.
+#[derive(Debug, Clone)]
+pub(crate) struct Census {
+    by_flags: [u64; 256],
+    /// End of the last payload a record points into (0: none).
+    pub payload_end: u64,
+}
+
+impl Census {
+    pub fn of(kept: &[Kept]) -> Census {
+        let mut c = Census {
+            by_flags: [0; 256],
+            payload_end: 0,
+        };
         for k in kept {
-            by_flags[usize::from(k.flags)] += 1;
+            c.by_flags[usize::from(k.flags)] += 1;
+            if k.bin_size > 0 {
+                c.payload_end = c.payload_end.max(k.bin_offset + k.bin_size);
+            }
         }
+        c
+    }
+
+    /// Records whose flags (as a record with those flags, `like`) pass
+    /// `keep`.
+    pub fn count(&self, keep: impl Fn(&Kept) -> bool) -> u64 {
+        self.classes()
+            .filter(|(k, _)| keep(k))
+            .map(|(_, n)| n)
+            .sum()
+    }
+
+    /// A record of each flags value met, and how many have it.
+    fn classes(&self) -> impl Iterator<Item = (Kept, u64)> + '_ {
+        self.by_flags
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(flags, &n)| (Kept::with_flags(flags as u8), n))
+    }
+}
+
+impl Counts {
+    /// The header's counts, from the census.
+    fn of(census: &Census, upstream: bool) -> Counts {
         let mut n = Counts::default();
-        for (flags, &count) in by_flags.iter().enumerate().filter(|(_, &c)| c > 0) {
-            let k = Kept {
-                flags: flags as u8,
-                ..kept[0]
-            };
+        for (k, count) in census.classes() {
             n.add(&k, upstream, count);
         }
         n
@@ -408,10 +443,11 @@ pub(crate) fn write_manifest(
     cfg: &DumpConfig,
     file: &File,
     c: &Collected,
+    census: &Census,
     end: &ManifestEnd<'_>,
 ) -> std::io::Result<()> {
     let upstream = cfg.layout == DumpLayout::Upstream;
-    let n = Counts::of(&c.kept, upstream);
+    let n = Counts::of(census, upstream);
     // Indices of the records, not the records themselves, are sorted.
     let order = crate::order::record_order(&c.kept, upstream, Some(&c.task_counts));
     // The record list is last; stream it one record per line.

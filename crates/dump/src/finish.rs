@@ -25,7 +25,7 @@ use std::{
 use crate::{
     collector::{remove_dirs, Collected, DumpSummary, RunStatus, UnfinishedCounts},
     durable::{self, is_disk_full, os_message, TempFile},
-    export::{write_manifest, ManifestEnd},
+    export::{write_manifest, Census, ManifestEnd},
     record::UnfinishedTask,
     side_files::{write_args_dump, write_kernel_args_dump},
     DumpConfig, DumpError, DumpLayout, DumpLevel,
@@ -130,7 +130,7 @@ pub(crate) fn export(
     for d in end.created_dirs.iter().filter(|d| d.is_dir()) {
         durable::keep_dir(d);
     }
-    Ok(summary(cfg, &end, &c, p))
+    Ok(summary(cfg, &end, &mut c, p))
 }
 
 /// The upstream runtime writes no `args_dump.json` for a dump without
@@ -148,20 +148,16 @@ fn skip_manifest(cfg: &DumpConfig, end: &Ending, c: &Collected) -> bool {
 /// Whether the payload file is kept: always, except that the upstream
 /// layout at level 3 has no `args.bin` (and `bin_file: null`) when no byte
 /// was dumped.
-fn keeps_bin(cfg: &DumpConfig, c: &Collected) -> bool {
+fn keeps_bin(cfg: &DumpConfig, census: &Census) -> bool {
     !(cfg.layout == DumpLayout::Upstream
         && cfg.level == Some(DumpLevel::MetaAll)
-        && payload_end(c) == 0)
+        && census.payload_end == 0)
 }
 
-/// End of the last payload a kept record points into.
-fn payload_end(c: &Collected) -> u64 {
-    c.kept
-        .iter()
-        .filter(|k| k.bin_size > 0)
-        .map(|k| k.bin_offset + k.bin_size)
-        .max()
-        .unwrap_or(0)
+/// The census of the kept records as they are now (counted once, again
+/// after a [`cut`]).
+fn census(c: &mut Collected) -> &Census {
+    c.census.get_or_insert_with(|| Census::of(&c.kept))
 }
 
 /// The `.bin`'s fsync, on a thread of its own while the manifest is
@@ -227,6 +223,7 @@ fn attempts(
             p.cut += cut(c, full * num / den)?;
         }
         write_side_files(cfg, end, c, p)?;
+        census(c);
         let m = manifest.as_ref().expect("present until persisted");
         match write_tensor_manifest(cfg, end, c, p, m) {
             Ok(()) => return place(cfg, c, manifest.take().expect("present"), bin_sync),
@@ -243,6 +240,7 @@ fn cut(c: &mut Collected, len: u64) -> Result<u64, Failed> {
     let before = c.kept.len();
     c.kept.retain(|k| k.payload_within(len));
     c.task_counts.give_up();
+    c.census = None;
     c.bin_bytes = c.bin_bytes.min(len);
     if let Some(bin) = &c.bin {
         bin.file()
@@ -307,15 +305,17 @@ fn write_tensor_manifest(
 ) -> Result<(), Failed> {
     let status = status(end, p);
     let dropped = end.losses.tensors + c.lost + p.cut;
+    let census = c.census.as_ref().expect("counted before");
     write_manifest(
         cfg,
         m.file(),
         c,
+        census,
         &ManifestEnd {
             status: &status,
             unfinished: &end.unfinished,
             dropped,
-            has_bin: keeps_bin(cfg, c),
+            has_bin: keeps_bin(cfg, census),
         },
     )
     .map_err(|e| Failed(m.path().to_path_buf(), e))
@@ -333,12 +333,12 @@ fn place(
     bin_sync: &mut BinSync,
 ) -> Result<(), Failed> {
     let files = cfg.files();
-    let end = payload_end(c);
+    let end = census(c).payload_end;
     if end < c.bin_bytes {
         bin_sync.void();
         cut(c, end)?;
     }
-    if !keeps_bin(cfg, c) {
+    if !keeps_bin(cfg, census(c)) {
         bin_sync.void();
         c.bin.take();
     }
@@ -386,14 +386,11 @@ fn counts(list: &[UnfinishedTask]) -> UnfinishedCounts {
     n
 }
 
-fn summary(cfg: &DumpConfig, end: &Ending, c: &Collected, p: Progress) -> DumpSummary {
+fn summary(cfg: &DumpConfig, end: &Ending, c: &mut Collected, p: Progress) -> DumpSummary {
     let status = status(end, &p);
-    let truncated = c.kept.iter().filter(|k| k.truncated()).count() as u64;
-    let hang = c
-        .kept
-        .iter()
-        .filter(|k| k.stage() == crate::Stage::HangSnapshot)
-        .count() as u64;
+    let census = census(c);
+    let truncated = census.count(|k| k.truncated());
+    let hang = census.count(|k| k.stage() == crate::Stage::HangSnapshot);
     let l = end.losses;
     let dropped = l.tensors + c.lost + p.cut;
     if l.tensors + truncated + l.args + l.dispatches > 0 {

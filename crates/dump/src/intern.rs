@@ -112,9 +112,16 @@ pub(crate) struct Interner {
     seen: HashMap<DescKey, Facts>,
     /// Layout index per scalar dtype code (`u32::MAX`: not met yet).
     scalars: [u32; 16],
-    /// The last func-id list and its index (a task's records share it).
-    last_funcs: Option<(([u32; 3], u8), u32)>,
+    /// Func-id lists met and their indices, by the first func id (tasks
+    /// of a few kernels take turns).
+    funcs: [Option<(FuncsKey, u32)>; FUNC_SLOTS],
 }
+
+/// A func-id list: up to three ids and how many are used.
+type FuncsKey = ([u32; 3], u8);
+
+/// Entries of [`Interner::funcs`] (a power of two).
+const FUNC_SLOTS: usize = 16;
 
 impl Default for Interner {
     fn default() -> Self {
@@ -122,7 +129,7 @@ impl Default for Interner {
             slots: Box::new([None; SLOTS]),
             seen: HashMap::new(),
             scalars: [u32::MAX; 16],
-            last_funcs: None,
+            funcs: [None; FUNC_SLOTS],
         }
     }
 }
@@ -179,11 +186,12 @@ impl Interner {
     #[inline]
     pub fn funcs(&mut self, ids: [u32; 3], n: u8, tables: &Mutex<Tables>) -> u32 {
         let key = (ids, n.min(3));
-        match self.last_funcs {
-            Some((k, id)) if k == key => id,
+        let entry = &mut self.funcs[ids[0] as usize % FUNC_SLOTS];
+        match entry {
+            Some((k, id)) if *k == key => *id,
             _ => {
                 let id = tables.lock().funcs(ids, n);
-                self.last_funcs = Some((key, id));
+                *entry = Some((key, id));
                 id
             }
         }
@@ -244,6 +252,33 @@ mod tests {
             }
         }
         assert_eq!(i.seen.len(), variants.len());
+    }
+
+    /// Func-id lists that share a cache entry (the same first id, or ids
+    /// 16 apart) taking turns each get their own index.
+    #[test]
+    fn func_lists_taking_turns_keep_their_own_index() {
+        let tables = Mutex::new(Tables::default());
+        let lists = [
+            ([0, 0, 0], 1),
+            ([0, 1, 2], 3),
+            ([16, 0, 0], 1),
+            ([0, 1, 2], 2),
+            ([3, 0, 0], 1),
+        ];
+        let mut i = Interner::default();
+        for round in 0..3 {
+            for &(ids, n) in &lists {
+                let got = i.funcs(ids, n, &tables);
+                let t = tables.lock();
+                assert_eq!(
+                    t.func_lists[got as usize],
+                    ids[..usize::from(n)],
+                    "round {round}"
+                );
+            }
+        }
+        assert_eq!(tables.lock().func_lists.len(), lists.len());
     }
 
     /// A dense view's first byte and its `nbytes` are the span the

@@ -164,6 +164,22 @@ impl Kept {
         }
     }
 
+    /// A record with these flags and nothing else (for what its flags
+    /// say: role, stage, kind, truncation).
+    pub fn with_flags(flags: u8) -> Kept {
+        Kept {
+            task_id: 0,
+            addr_or_bits: 0,
+            start_offset: 0,
+            bin_offset: 0,
+            bin_size: 0,
+            layout: 0,
+            funcs: 0,
+            arg_index: 0,
+            flags,
+        }
+    }
+
     /// The same record with its payload `base` bytes further into the
     /// file (a batch's arena offsets become `.bin` offsets).
     pub fn moved_by(mut self, base: u64) -> Kept {
@@ -177,20 +193,7 @@ impl Kept {
 /// [`Kept::task_key`] of a record with arg index 0, by its flags: the
 /// ordering's per-record key is then a lookup and an or.
 pub(crate) fn task_keys(upstream: bool) -> [u32; 256] {
-    std::array::from_fn(|flags| {
-        let k = Kept {
-            task_id: 0,
-            addr_or_bits: 0,
-            start_offset: 0,
-            bin_offset: 0,
-            bin_size: 0,
-            layout: 0,
-            funcs: 0,
-            arg_index: 0,
-            flags: flags as u8,
-        };
-        k.task_key(upstream)
-    })
+    std::array::from_fn(|flags| Kept::with_flags(flags as u8).task_key(upstream))
 }
 
 /// What identifies a layout: everything of a record that repeats.
