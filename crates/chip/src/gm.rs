@@ -1168,4 +1168,35 @@ mod tests {
         assert!(gm.gather_prefix(&outside, &mut out).is_err());
         assert_eq!(out, [1; 8], "a failed gather leaves the buffer as it was");
     }
+
+    /// `read_mapped` reads what a dense view gathers, at any alignment,
+    /// and refuses bytes that leave the mapping without touching `dst`.
+    #[test]
+    fn read_mapped_reads_a_dense_views_bytes_and_stops_at_the_mapping() {
+        let gm = Gm::new(4096).unwrap();
+        let a = gm.alloc(96).unwrap();
+        let bytes: Vec<u8> = (0..96u8).map(|i| i.wrapping_mul(37)).collect();
+        gm.write(a, &bytes).unwrap();
+        let whole = ChipTensor::contiguous(a, &[4, 6], DType::Float32);
+        for (offsets, shape) in [([1u32, 0], [3u32, 6]), ([0, 0], [4, 6]), ([2, 1], [1, 3])] {
+            let v = whole.view(&offsets, &shape).unwrap();
+            let mut want = vec![0u8; v.nbytes() as usize];
+            gm.gather(&v, &mut want).unwrap();
+            let mut got = vec![0u8; want.len()];
+            gm.read_mapped(v.byte_span().unwrap().start, &mut got)
+                .unwrap();
+            assert_eq!(got, want, "{shape:?}");
+        }
+        for (at, n) in [(3u64, 17usize), (1, 1), (0, 96)] {
+            let mut got = vec![0u8; n];
+            gm.read_mapped(a + at, &mut got).unwrap();
+            assert_eq!(got, bytes[at as usize..at as usize + n]);
+        }
+        let end = gm.base() + 4096;
+        let mut out = [1u8; 8];
+        assert!(gm.read_mapped(end - 4, &mut out).is_err());
+        assert!(gm.read_mapped(u64::MAX - 3, &mut out).is_err());
+        assert!(gm.read_mapped(gm.base() - 8, &mut out).is_err());
+        assert_eq!(out, [1; 8], "a refused read leaves the buffer as it was");
+    }
 }

@@ -725,6 +725,64 @@ mod tests {
         }
     }
 
+    /// One argument slot whose view changes layout from task to task —
+    /// dense, dense at an offset, strided, column-major — each through
+    /// the producer's per-slot cache: every record must carry its own
+    /// view's shape, strides and offset, and its payload that view's
+    /// bytes as `Gm::gather` gives them.
+    #[test]
+    fn a_slot_whose_layout_changes_dumps_each_views_own_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let gm = Gm::new(1 << 16).unwrap();
+        let a = gm.alloc(8 * 16 * 4).unwrap();
+        let bytes: Vec<u8> = (0..512u32).map(|i| (i * 7 + i / 256) as u8).collect();
+        gm.write(a, &bytes).unwrap();
+        let whole = ChipTensor::contiguous(a, &[8, 16], DType::Float32);
+        let views = [
+            whole,
+            whole.view(&[2, 0], &[3, 16]).unwrap(),
+            whole.view(&[0, 3], &[8, 4]).unwrap(),
+            whole.view(&[1, 2], &[4, 6]).unwrap().transpose(0, 1),
+        ];
+        let session = DumpSession::start(DumpConfig::new(dir.path().join("d"))).unwrap();
+        let mut p = session.producer();
+        for i in 0..40u32 {
+            let tensors = [TaskTensor {
+                desc: views[i as usize % views.len()],
+                role: ArgRole::Input,
+                marked: false,
+            }];
+            let view = TaskView {
+                task_id: TaskId::new(0, i),
+                func_ids: &[0],
+                tensors: &tensors,
+                scalars: &[],
+            };
+            p.before_dispatch(&view, &gm);
+        }
+        drop(p);
+        let s = session.finish(RunStatus::Complete, vec![]).unwrap();
+        let json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(s.json_path.unwrap()).unwrap()).unwrap();
+        let bin = std::fs::read(&s.bin_path).unwrap();
+        let records = json["tensors"].as_array().unwrap();
+        assert_eq!(records.len(), 40);
+        for r in records {
+            let task = TaskId::parse(r["task_id"].as_str().unwrap()).unwrap();
+            let v = views[task.local() as usize % views.len()];
+            assert_eq!(r["shape"], serde_json::json!(v.shape()), "{task}");
+            assert_eq!(r["strides"], serde_json::json!(v.strides()), "{task}");
+            assert_eq!(r["start_offset"], v.start_offset, "{task}");
+            let mut want = vec![0u8; v.nbytes() as usize];
+            gm.gather(&v, &mut want).unwrap();
+            let (at, n) = (
+                r["bin_offset"].as_u64().unwrap() as usize,
+                r["bin_size"].as_u64().unwrap() as usize,
+            );
+            assert_eq!(&bin[at..at + n], &want[..], "{task}: its own view's bytes");
+        }
+    }
+
     /// A record's task and payload range in the `.bin`.
     type BinRange = (TaskId, usize, usize);
 
