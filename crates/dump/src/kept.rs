@@ -21,9 +21,9 @@ use std::collections::HashMap;
 
 use simpler_core::{ArgRole, ChipTensor, DType, MAX_DIMS};
 
+use crate::record::{role_name, role_rank, Stage};
 #[cfg(test)]
-use crate::record::TensorRecord;
-use crate::record::{role_name, role_rank, Stage, Subject};
+use crate::record::{Subject, TensorRecord};
 
 /// One tensor-dump record, compact.
 #[derive(Debug, Clone, Copy)]
@@ -211,6 +211,7 @@ pub(crate) enum LayoutKey {
 
 impl LayoutKey {
     /// What of `subject` repeats from record to record.
+    #[cfg(test)]
     pub fn of(subject: &Subject) -> LayoutKey {
         match *subject {
             Subject::Tensor(t) => LayoutKey::tensor(&t),
