@@ -61,7 +61,7 @@ pub(crate) struct Shared {
     /// Records lost (drop policy), by kind.
     pub dropped: Dropped,
     /// Layouts and func-id lists of the tensor-dump records, interned by
-    /// the producers ([`crate::kept::Interner`]).
+    /// the producers ([`crate::intern::Interner`]).
     pub tables: Mutex<Tables>,
     /// The `.bin`'s end, for producers' cuts (written by the collector).
     pub hint: Arc<PayloadHint>,

@@ -7,9 +7,10 @@
 //! slot `i` is nearly always the same shape), so each producer keeps, per
 //! (first func id, slot), the last layout seen there with those
 //! [`Facts`] worked out once: a capture then costs one comparison of the
-//! descriptor's layout words, where interning and the gather's span and
-//! run computations took ~300 instructions per record (callgrind,
-//! CaseLarge, stop 25). A slot whose layout changed looks in the
+//! descriptor's layout fields, where interning and the gather's span and
+//! run computations made a capture cost ~570 instructions beside its
+//! copy (~290 now; callgrind, CaseLarge, stop 25). A slot whose layout
+//! changed looks in the
 //! producer's own map of every layout it met, and only a layout new to
 //! the producer takes the shared tables' lock.
 
