@@ -345,10 +345,7 @@ impl Task {
     /// first: the reference counts (`Arc::get_mut`), the `complete` flag
     /// and the tensor list (see `crate::prefetch`).
     pub fn prefetch(t: &Arc<Task>) {
-        let task = Arc::as_ptr(t);
-        // `ArcInner`: the counts, then the task at its own alignment.
-        let counts = task.cast::<u8>().wrapping_sub(std::mem::align_of::<Task>());
-        crate::prefetch::for_write(counts, 1);
+        crate::prefetch::for_write(counts(t), 1);
         crate::prefetch::for_write(std::ptr::addr_of!(t.complete).cast(), 1);
         crate::prefetch::for_write(std::ptr::addr_of!(t.tensors).cast(), 1);
     }
@@ -359,6 +356,37 @@ impl Task {
     pub fn prefetch_tensors(t: &Task) {
         let bytes = std::mem::size_of_val(t.tensors.as_slice());
         crate::prefetch::for_write(t.tensors.as_ptr().cast(), bytes);
+    }
+
+    /// Ask for every line of `t` a worker reads or writes to dispatch a
+    /// block and complete it, just written by the orchestrator: for
+    /// writing, the reference counts (the ready item's drop), the
+    /// execution counters, the dependents' lock and the `complete` flag;
+    /// for reading, the rest, and the buffers of the tensor and scalar
+    /// lists (see `crate::prefetch`). By field address, not by offset:
+    /// it holds whatever the layout.
+    pub fn prefetch_dispatch(t: &Arc<Task>) {
+        use crate::prefetch::{for_read, for_write};
+        use std::{mem::size_of_val, ptr::addr_of};
+        fn line<T>(f: *const T) -> *const u8 {
+            f.cast()
+        }
+        for_write(counts(t), 1);
+        for_write(line(addr_of!(t.exec)), size_of_val(&*t.exec));
+        for_write(line(addr_of!(t.deps)), size_of_val(&t.deps));
+        for_write(line(addr_of!(t.complete)), 1);
+        for_read(line(addr_of!(t.members)), size_of_val(&t.members));
+        for_read(line(addr_of!(t.id)), 1);
+        for_read(line(addr_of!(t.block_num)), 1);
+        for_read(line(addr_of!(t.members_done)), 1);
+        for_read(line(addr_of!(t.race)), size_of_val(&t.race));
+        for_read(line(addr_of!(t.buffers)), size_of_val(&t.buffers));
+        for_read(line(addr_of!(t.tensors)), size_of_val(&t.tensors));
+        for_read(line(addr_of!(t.scalars)), size_of_val(&t.scalars));
+        // These two wait for the lines holding the lists' pointers, while
+        // the requests above are in flight.
+        for_read(t.tensors.as_ptr().cast(), size_of_val(t.tensors.as_slice()));
+        for_read(t.scalars.as_ptr().cast(), size_of_val(t.scalars.as_slice()));
     }
 
     /// What the dump needs to know of this task.
@@ -473,6 +501,17 @@ impl Task {
         std::mem::take(&mut d.dependents)
     }
 }
+
+/// Where `t`'s reference counts are: `ArcInner` holds the two counts,
+/// then the task at its own alignment, which is at least their 16 bytes
+/// (asserted below). An address for prefetching only: never dereferenced.
+fn counts(t: &Arc<Task>) -> *const u8 {
+    Arc::as_ptr(t)
+        .cast::<u8>()
+        .wrapping_sub(std::mem::align_of::<Task>())
+}
+
+const _: () = assert!(std::mem::align_of::<Task>() >= 16);
 
 #[cfg(test)]
 mod tests {

@@ -17,7 +17,7 @@ use crate::{
     racecheck::DispatchWrites,
     scheduler::{settle, state, ReadyItem, Shared},
     swimlane::{DispatchCost, Dispatched, QueueMove},
-    task::Member,
+    task::{Member, Task},
     RuntimeError,
 };
 
@@ -25,6 +25,14 @@ use crate::{
 enum Job {
     One(ReadyItem, Held),
     Mix(ReadyItem, [Held; 3]),
+}
+
+impl Job {
+    fn item(&self) -> &ReadyItem {
+        match self {
+            Job::One(item, _) | Job::Mix(item, _) => item,
+        }
+    }
 }
 
 /// How a kernel call went.
@@ -138,9 +146,11 @@ impl Worker {
                 return true;
             }
             if let Some(job) = self.next_job() {
+                // Its task was just written on the orchestrator's core.
+                Task::prefetch_dispatch(&job.item().task);
                 // Work published while this worker spun woke nobody: if
                 // more is queued, another worker may take it.
-                if shared.has_work() {
+                if shared.idle.may_wake(true) && shared.has_work() {
                     shared.idle.notify_one(true);
                 }
                 if !self.run_job(&shared, job) {
