@@ -145,6 +145,12 @@ impl Idle {
     /// stop 22: once a worker outran the orchestrator, both workers found
     /// work within every spin, stayed awake and, three threads on two
     /// CPUs, slowed the orchestrator.)
+    ///
+    /// Out of line: what a worker spends looking for work stays apart
+    /// from what it spends per dispatch in an instruction count
+    /// (callgrind, whose thread scheduling makes the spinning vary from
+    /// run to run).
+    #[inline(never)]
     pub fn spin(&self, limit: Duration, has_work: impl Fn() -> bool) -> bool {
         let awake = self
             .workers

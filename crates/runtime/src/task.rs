@@ -359,34 +359,27 @@ impl Task {
     }
 
     /// Ask for every line of `t` a worker reads or writes to dispatch a
-    /// block and complete it, just written by the orchestrator: for
-    /// writing, the reference counts (the ready item's drop), the
-    /// execution counters, the dependents' lock and the `complete` flag;
-    /// for reading, the rest, and the buffers of the tensor and scalar
-    /// lists (see `crate::prefetch`). By field address, not by offset:
-    /// it holds whatever the layout.
+    /// block and complete it, all just written by the orchestrator
+    /// ([`DISPATCH_LINES`]), and for the buffers of its tensor and scalar
+    /// lists (see `crate::prefetch`).
     pub fn prefetch_dispatch(t: &Arc<Task>) {
-        use crate::prefetch::{for_read, for_write};
-        use std::{mem::size_of_val, ptr::addr_of};
-        fn line<T>(f: *const T) -> *const u8 {
-            f.cast()
-        }
+        use crate::prefetch::{for_read, for_write, LINE};
+        let base = Arc::as_ptr(t).cast::<u8>();
         for_write(counts(t), 1);
-        for_write(line(addr_of!(t.exec)), size_of_val(&*t.exec));
-        for_write(line(addr_of!(t.deps)), size_of_val(&t.deps));
-        for_write(line(addr_of!(t.complete)), 1);
-        for_read(line(addr_of!(t.members)), size_of_val(&t.members));
-        for_read(line(addr_of!(t.id)), 1);
-        for_read(line(addr_of!(t.block_num)), 1);
-        for_read(line(addr_of!(t.members_done)), 1);
-        for_read(line(addr_of!(t.race)), size_of_val(&t.race));
-        for_read(line(addr_of!(t.buffers)), size_of_val(&t.buffers));
-        for_read(line(addr_of!(t.tensors)), size_of_val(&t.tensors));
-        for_read(line(addr_of!(t.scalars)), size_of_val(&t.scalars));
-        // These two wait for the lines holding the lists' pointers, while
-        // the requests above are in flight.
-        for_read(t.tensors.as_ptr().cast(), size_of_val(t.tensors.as_slice()));
-        for_read(t.scalars.as_ptr().cast(), size_of_val(t.scalars.as_slice()));
+        // Unrolled: one prefetch per line the masks name.
+        for k in 0..TASK_LINES {
+            let line = base.wrapping_add(k * LINE);
+            if DISPATCH_LINES.write & 1 << k != 0 {
+                for_write(line, 1);
+            } else if DISPATCH_LINES.read & 1 << k != 0 {
+                for_read(line, 1);
+            }
+        }
+        // These two wait for the line that holds the lists' pointers,
+        // while the requests above are in flight.
+        let (tensors, scalars) = (t.tensors.as_slice(), t.scalars.as_slice());
+        for_read(tensors.as_ptr().cast(), std::mem::size_of_val(tensors));
+        for_read(scalars.as_ptr().cast(), std::mem::size_of_val(scalars));
     }
 
     /// What the dump needs to know of this task.
@@ -501,6 +494,49 @@ impl Task {
         std::mem::take(&mut d.dependents)
     }
 }
+
+/// Cache lines of a [`Task`] (it is aligned to at least a line, asserted
+/// below, so a field's lines follow from its offset).
+const TASK_LINES: usize = std::mem::size_of::<Task>().div_ceil(crate::prefetch::LINE);
+
+/// Which lines of a [`Task`] a worker touches to dispatch a block and
+/// complete it, as bit masks (bit `k`: bytes `64k .. 64k + 64`).
+struct LineMasks {
+    /// Written: the execution counters, the dependents' lock, `complete`.
+    write: u32,
+    /// Only read: the members, id, block count, race-check state, lists.
+    read: u32,
+}
+
+/// The lines of `T`'s field at `offset` (see [`LineMasks`]).
+const fn lines_of<T>(offset: usize) -> u32 {
+    let line = crate::prefetch::LINE;
+    let (first, last) = (offset / line, (offset + std::mem::size_of::<T>() - 1) / line);
+    (u32::MAX >> (31 - last)) & (u32::MAX << first)
+}
+
+/// What `Task::prefetch_dispatch` asks for. Computed from the fields the
+/// worker's dispatch and completion use (`crate::worker`,
+/// `scheduler::settle`): a field added to that path belongs here.
+const DISPATCH_LINES: LineMasks = {
+    use std::mem::offset_of;
+    let write = lines_of::<Exec>(offset_of!(Task, exec))
+        | lines_of::<Mutex<DepState>>(offset_of!(Task, deps))
+        | lines_of::<AtomicBool>(offset_of!(Task, complete));
+    let read = lines_of::<TaskId>(offset_of!(Task, id))
+        | lines_of::<Members>(offset_of!(Task, members))
+        | lines_of::<u32>(offset_of!(Task, block_num))
+        | lines_of::<Vec<TaskTensor>>(offset_of!(Task, tensors))
+        | lines_of::<Vec<TaskScalar>>(offset_of!(Task, scalars))
+        | lines_of::<TaskBuffers>(offset_of!(Task, buffers))
+        | lines_of::<Box<[AtomicU8]>>(offset_of!(Task, members_done))
+        | lines_of::<AtomicBool>(offset_of!(Task, failed))
+        | lines_of::<TaskRace>(offset_of!(Task, race));
+    LineMasks { write, read }
+};
+
+const _: () = assert!(std::mem::align_of::<Task>() >= crate::prefetch::LINE);
+const _: () = assert!(TASK_LINES <= 32, "the line masks are u32");
 
 /// Where `t`'s reference counts are: `ArcInner` holds the two counts,
 /// then the task at its own alignment, which is at least their 16 bytes
@@ -648,6 +684,24 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_fields_lines_are_those_of_its_first_and_last_byte() {
+        use super::lines_of;
+        assert_eq!(lines_of::<u8>(0), 0b1);
+        assert_eq!(lines_of::<u64>(56), 0b1);
+        assert_eq!(lines_of::<u64>(60), 0b11);
+        assert_eq!(lines_of::<[u8; 128]>(128), 0b1100);
+        assert_eq!(lines_of::<[u8; 104]>(216), 0b11000);
+        assert_eq!(lines_of::<[u8; 104]>(232), 0b111000);
+    }
+
+    #[test]
+    fn dispatch_lines_are_lines_of_a_task() {
+        let all = super::DISPATCH_LINES.read | super::DISPATCH_LINES.write;
+        assert_eq!(all >> super::TASK_LINES, 0);
+        assert_ne!(super::DISPATCH_LINES.write, 0);
     }
 
     #[test]
