@@ -345,6 +345,36 @@ mod tests {
         );
     }
 
+    /// The fence-free look an awake worker takes before passing work on
+    /// answers as the module doc's wake-up rule does, in every state.
+    #[test]
+    fn may_wake_follows_the_wake_up_rule() {
+        for (workers, cpus) in [(2, 2), (2, 8), (3, 2)] {
+            let idle = Idle::new(workers, cpus);
+            for sleeping in 0..=workers {
+                for spinning in 0..=1 {
+                    for parked in [false, true] {
+                        idle.sleeping.store(sleeping, Ordering::SeqCst);
+                        idle.spinning.store(spinning, Ordering::SeqCst);
+                        idle.producer_parked(parked);
+                        let cpus_beside = if parked { usize::MAX } else { (cpus - 1).max(1) };
+                        for by_producer in [false, true] {
+                            let awake = workers - sleeping;
+                            let want = sleeping > 0
+                                && spinning == 0
+                                && (!by_producer || awake < cpus_beside);
+                            let state = format!(
+                                "{workers} workers, {cpus} cpus, {sleeping} asleep, \
+                                 {spinning} spinning, parked {parked}, by producer {by_producer}"
+                            );
+                            assert_eq!(idle.may_wake(by_producer), want, "{state}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// With more CPUs than workers, every sleeper is woken for work.
     #[test]
     fn with_cpus_to_spare_a_running_producer_wakes_a_sleeper() {
