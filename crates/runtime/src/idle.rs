@@ -357,7 +357,11 @@ mod tests {
                         idle.sleeping.store(sleeping, Ordering::SeqCst);
                         idle.spinning.store(spinning, Ordering::SeqCst);
                         idle.producer_parked(parked);
-                        let cpus_beside = if parked { usize::MAX } else { (cpus - 1).max(1) };
+                        let cpus_beside = if parked {
+                            usize::MAX
+                        } else {
+                            (cpus - 1).max(1)
+                        };
                         for by_producer in [false, true] {
                             let awake = workers - sleeping;
                             let want = sleeping > 0

@@ -511,7 +511,10 @@ struct LineMasks {
 /// The lines of `T`'s field at `offset` (see [`LineMasks`]).
 const fn lines_of<T>(offset: usize) -> u32 {
     let line = crate::prefetch::LINE;
-    let (first, last) = (offset / line, (offset + std::mem::size_of::<T>() - 1) / line);
+    let (first, last) = (
+        offset / line,
+        (offset + std::mem::size_of::<T>() - 1) / line,
+    );
     (u32::MAX >> (31 - last)) & (u32::MAX << first)
 }
 
