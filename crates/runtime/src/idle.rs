@@ -101,8 +101,8 @@ impl Idle {
     /// without its fence: for an awake worker passing on work it found
     /// queued, which it takes itself if nobody else does. A sleeper this
     /// misses re-checks for work after announcing its sleep (see
-    /// [`Idle::sleep`]). Per flood task, the fence and the loads after it
-    /// were ~20 instructions and a full barrier (callgrind, stop 25).
+    /// [`Idle::sleep`]). Per flood task, `notify_one` was ~14
+    /// instructions and a full barrier (callgrind, stop 25).
     pub fn may_wake(&self, by_producer: bool) -> bool {
         let sleeping = self.sleeping.load(Ordering::Relaxed);
         sleeping != 0

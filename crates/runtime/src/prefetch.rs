@@ -11,7 +11,7 @@
 //! - A worker that pops a block reads a task the orchestrator has just
 //!   written: one miss per line, each waited for in turn as the dispatch
 //!   reaches the field (perf, stop 25: the first read, the member count,
-//!   was 11–14 % of the worker loop's samples). It asks for them all as
+//!   was 11–29 % of the worker loop's samples). It asks for them all as
 //!   it pops (`Task::prefetch_dispatch`), so the misses overlap.
 
 /// Bytes per cache line (x86-64).
