@@ -19,7 +19,9 @@ pub(crate) const LINE: usize = 64;
 
 /// Prefetch every cache line that holds a byte of `start .. start +
 /// bytes`, for writing. A hint only: nothing is read or written, and an
-/// address that is not mapped is ignored by the processor.
+/// address that is not mapped is ignored by the processor. Built for the
+/// baseline x86-64 target (no `prfchw` feature), LLVM emits it as
+/// `prefetcht0`, a read prefetch: the first write still upgrades the line.
 #[inline]
 pub(crate) fn for_write(start: *const u8, bytes: usize) {
     #[cfg(target_arch = "x86_64")]
