@@ -49,6 +49,7 @@ mod error;
 pub mod floor;
 mod idle;
 mod kernels;
+mod lookahead;
 mod orchestrator;
 mod payload;
 mod prefetch;

@@ -237,6 +237,7 @@ impl Runtime {
             swimlane: self.cfg.swimlane.as_ref(),
             deadline,
             racecheck: self.cfg.racecheck,
+            task_window: self.cfg.task_window,
         };
         let mut chip = Chip::start(self.gm.clone(), &spec, parker.unparker().clone())?;
         let shared = chip.shared.clone();

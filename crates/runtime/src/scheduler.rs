@@ -145,6 +145,8 @@ pub(crate) struct Shared {
     pub producers: Box<[CachePadded<Mutex<Option<simpler_dump::Producer>>>]>,
     /// Timeline level (0: off).
     pub swim_level: u8,
+    /// Task slots per ring (`crate::lookahead`).
+    pub task_window: u32,
     /// Per worker: its timeline recording (see `crate::swimlane`); a
     /// cache line of its own, or two workers' pushes would fight over it.
     pub logs: Box<[CachePadded<WorkerRecording>]>,
@@ -197,6 +199,7 @@ impl Shared {
                 .map(|_| CachePadded::new(Mutex::new(spec.dump.map(|d| d.producer()))))
                 .collect(),
             swim_level: spec.swimlane.map_or(0, |c| c.level),
+            task_window: spec.task_window,
             logs: (0..n_workers).map(|_| CachePadded::default()).collect(),
             cost: spec.swimlane.and_then(|c| c.cost.clone()),
             workers: (0..n_workers)
@@ -380,6 +383,8 @@ pub(crate) struct ChipSpec<'a> {
     pub swimlane: Option<&'a SwimlaneConfig>,
     pub deadline: Option<Instant>,
     pub racecheck: RaceCheck,
+    /// Task slots per ring (`crate::lookahead`).
+    pub task_window: u32,
 }
 
 /// The logical cores of `clusters` clusters, one payload area each from

@@ -363,23 +363,31 @@ impl Task {
     /// ([`DISPATCH_LINES`]), and for the buffers of its tensor and scalar
     /// lists (see `crate::prefetch`).
     pub fn prefetch_dispatch(t: &Arc<Task>) {
+        use crate::prefetch::for_read;
+        Task::prefetch_dispatch_at(Arc::as_ptr(t).cast());
+        // These two wait for the line that holds the lists' pointers,
+        // while the requests above are in flight.
+        let (tensors, scalars) = (t.tensors.as_slice(), t.scalars.as_slice());
+        for_read(tensors.as_ptr().cast(), std::mem::size_of_val(tensors));
+        for_read(scalars.as_ptr().cast(), std::mem::size_of_val(scalars));
+    }
+
+    /// The task lines of [`Task::prefetch_dispatch`] (not the lists'
+    /// buffers) of the task at `task`, an address that may be stale (see
+    /// `crate::lookahead`): only prefetched, never read.
+    #[inline(always)]
+    pub fn prefetch_dispatch_at(task: *const u8) {
         use crate::prefetch::{for_read, for_write, LINE};
-        let base = Arc::as_ptr(t).cast::<u8>();
-        for_write(counts(t), 1);
+        for_write(counts_at(task), 1);
         // Unrolled: one prefetch per line the masks name.
         for k in 0..TASK_LINES {
-            let line = base.wrapping_add(k * LINE);
+            let line = task.wrapping_add(k * LINE);
             if DISPATCH_LINES.write & 1 << k != 0 {
                 for_write(line, 1);
             } else if DISPATCH_LINES.read & 1 << k != 0 {
                 for_read(line, 1);
             }
         }
-        // These two wait for the line that holds the lists' pointers,
-        // while the requests above are in flight.
-        let (tensors, scalars) = (t.tensors.as_slice(), t.scalars.as_slice());
-        for_read(tensors.as_ptr().cast(), std::mem::size_of_val(tensors));
-        for_read(scalars.as_ptr().cast(), std::mem::size_of_val(scalars));
     }
 
     /// What the dump needs to know of this task.
@@ -545,9 +553,12 @@ const _: () = assert!(TASK_LINES <= 32, "the line masks are u32");
 /// then the task at its own alignment, which is at least their 16 bytes
 /// (asserted below). An address for prefetching only: never dereferenced.
 fn counts(t: &Arc<Task>) -> *const u8 {
-    Arc::as_ptr(t)
-        .cast::<u8>()
-        .wrapping_sub(std::mem::align_of::<Task>())
+    counts_at(Arc::as_ptr(t).cast())
+}
+
+/// [`counts`] of the task at `task`.
+fn counts_at(task: *const u8) -> *const u8 {
+    task.wrapping_sub(std::mem::align_of::<Task>())
 }
 
 const _: () = assert!(std::mem::align_of::<Task>() >= 16);

@@ -13,6 +13,7 @@ use simpler_isa::{
 
 use crate::{
     cores::{CoreState, Held, AIC, AIV, CLUSTER},
+    lookahead::Lookahead,
     payload,
     racecheck::DispatchWrites,
     scheduler::{settle, state, ReadyItem, Shared},
@@ -100,12 +101,15 @@ pub(crate) struct Worker {
     level: u8,
     /// Whether the run dumps (else the producer is never locked).
     dumping: bool,
+    /// Where it saw each task slot's task (see `crate::lookahead`).
+    lookahead: Lookahead,
 }
 
 impl Worker {
     pub fn new(shared: Arc<Shared>, me: usize, payload: Arc<Reserved>) -> Worker {
         let level = shared.swim_level;
         let dumping = shared.producers[me].lock().is_some();
+        let shared_window = shared.task_window;
         Worker {
             payload,
             dumping,
@@ -116,6 +120,7 @@ impl Worker {
             costs: [None; 3],
             n_logged: 0,
             level,
+            lookahead: Lookahead::new(shared_window),
         }
     }
 
@@ -145,9 +150,10 @@ impl Worker {
             if shared.forced() {
                 return true;
             }
-            if let Some(job) = self.next_job() {
+            if let Some((job, queued)) = self.next_job() {
                 // Its task was just written on the orchestrator's core.
                 Task::prefetch_dispatch(&job.item().task);
+                self.lookahead.popped(&job.item().task, queued);
                 // Work published while this worker spun woke nobody: if
                 // more is queued, another worker may take it.
                 if shared.idle.may_wake(true) && shared.has_work() {
@@ -174,8 +180,9 @@ impl Worker {
     }
 
     /// Pop a ready block with the cores to run it on: MIX blocks first
-    /// (they need a whole idle cluster), then AIC, then AIV.
-    fn next_job(&mut self) -> Option<Job> {
+    /// (they need a whole idle cluster), then AIC, then AIV; and whether
+    /// its queue held more.
+    fn next_job(&mut self) -> Option<(Job, bool)> {
         let s = &self.shared;
         if s.aborted() {
             return None;
@@ -183,7 +190,7 @@ impl Worker {
         if s.logical.has_free(CLUSTER) && !s.ready.is_empty(CLUSTER) {
             if let Some(cl) = s.logical.take_cluster() {
                 match s.ready.pop(CLUSTER) {
-                    Some(item) => return Some(Job::Mix(item, cl)),
+                    Some(item) => return Some((Job::Mix(item, cl), !s.ready.is_empty(CLUSTER))),
                     None => s.logical.put(cl),
                 }
             }
@@ -192,7 +199,7 @@ impl Worker {
             if s.logical.has_free(what) && !s.ready.is_empty(what) {
                 if let Some(core) = s.logical.take(what) {
                     match s.ready.pop(what) {
-                        Some(item) => return Some(Job::One(item, core)),
+                        Some(item) => return Some((Job::One(item, core), !s.ready.is_empty(what))),
                         None => s.logical.put([core]),
                     }
                 }
