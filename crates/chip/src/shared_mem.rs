@@ -40,7 +40,8 @@ const WORD: usize = 8;
 
 /// An anonymous mapping of a multiple of 8 bytes, shared by every thread.
 pub(crate) struct SharedBytes {
-    /// Owns the mapping; never borrowed after construction.
+    /// Owns the mapping; borrowed only to advise the OS ([`SharedBytes::populate`]),
+    /// which reads and writes none of its bytes.
     _map: MmapMut,
     /// The mapping's first byte (8-aligned: mappings are page-aligned).
     ptr: *mut u8,
@@ -234,6 +235,24 @@ impl SharedBytes {
     /// # Panics
     /// If the range leaves the mapping (callers check first).
     pub fn zero(&self, off: usize, n: usize) {
+        self.zero_words(off, n)
+    }
+
+    /// Back `[off, off + n)` with memory now, as if written, without
+    /// changing a byte (still zero: the range was never written), so that
+    /// the first write into it — usually a kernel's, on a worker — does
+    /// not stop for the OS to fault a page in. Best effort: a kernel
+    /// without `MADV_POPULATE_WRITE` (before Linux 5.14) faults the pages
+    /// lazily, as before.
+    pub fn populate(&self, off: usize, n: usize) {
+        if n > 0 && self.in_range(off, n) {
+            let _ = self
+                ._map
+                .advise_range(memmap2::Advice::PopulateWrite, off, n);
+        }
+    }
+
+    fn zero_words(&self, off: usize, n: usize) {
         assert!(self.in_range(off, n), "zero outside the mapping");
         const ZEROS: [u8; 256] = [0; 256];
         let mut i = 0;
