@@ -633,6 +633,13 @@ mod tests {
         p.before_dispatch(&view, gm);
     }
 
+    /// Finish a complete dump and read back its manifest and payload.
+    fn finished(session: DumpSession) -> (serde_json::Value, Vec<u8>) {
+        let s = session.finish(RunStatus::Complete, vec![]).unwrap();
+        let json = serde_json::from_slice(&std::fs::read(s.json_path.unwrap()).unwrap()).unwrap();
+        (json, std::fs::read(&s.bin_path).unwrap())
+    }
+
     #[test]
     fn the_pool_hands_back_the_newest_batch_emptied() {
         let pool = FreePool::new(2, 64);
@@ -699,10 +706,7 @@ mod tests {
                 });
             }
         });
-        let s = session.finish(RunStatus::Complete, vec![]).unwrap();
-        let json: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(s.json_path.unwrap()).unwrap()).unwrap();
-        let bin = std::fs::read(&s.bin_path).unwrap();
+        let (json, bin) = finished(session);
         let records = json["tensors"].as_array().unwrap();
         assert_eq!(records.len(), 1200);
         for r in records {
@@ -761,10 +765,7 @@ mod tests {
             p.before_dispatch(&view, &gm);
         }
         drop(p);
-        let s = session.finish(RunStatus::Complete, vec![]).unwrap();
-        let json: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(s.json_path.unwrap()).unwrap()).unwrap();
-        let bin = std::fs::read(&s.bin_path).unwrap();
+        let (json, bin) = finished(session);
         let records = json["tensors"].as_array().unwrap();
         assert_eq!(records.len(), 40);
         for r in records {
@@ -933,10 +934,7 @@ mod tests {
             capture_input(&mut p, &gm, TaskId::new(0, t), 0, addr, n);
         }
         drop(p);
-        let s = session.finish(RunStatus::Complete, vec![]).unwrap();
-        let json: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(s.json_path.unwrap()).unwrap()).unwrap();
-        let bin = std::fs::read(&s.bin_path).unwrap();
+        let (json, bin) = finished(session);
         let records = json["tensors"].as_array().unwrap();
         assert_eq!(records.len(), 64);
         assert_eq!(bin.len(), 32 * 4000 + 32 * 100, "nothing but the payloads");

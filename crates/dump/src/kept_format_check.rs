@@ -196,21 +196,7 @@ proptest! {
     /// export makes for a record.
     #[test]
     fn kept_writer_matches_the_format_types_byte_for_byte(records in records()) {
-        const BASE: u64 = 4096;
-        // One table for all, so interned layouts are met again.
-        let mut tables = Tables::default();
-        let kept: Vec<_> = records.iter().map(|r| tables.keep(r, BASE)).collect();
-        let room = tables.record_room();
-        let mut writer = RecordWriter::new(&tables);
-        let mut buf = vec![0u8; room];
-        for (r, k) in records.iter().zip(&kept) {
-            let n = writer.write(&mut buf, k);
-            let out = &buf[..n];
-            let want = serde_json::to_vec(&format_record(r, BASE)).unwrap();
-            prop_assert_eq!(std::str::from_utf8(out).unwrap(), std::str::from_utf8(&want).unwrap());
-            let back: StrictRecord = serde_json::from_slice(out).unwrap();
-            prop_assert_eq!(back.task_id.value, r.task_id.0);
-        }
+        written_as_serde_writes(&records, 4096)?;
     }
 }
 
@@ -302,18 +288,32 @@ proptest! {
     /// records that repeat the way a run's do.
     #[test]
     fn template_writer_matches_the_format_types_on_repeating_records(records in repeated_records()) {
-        const BASE: u64 = 1 << 20;
-        let mut tables = Tables::default();
-        let kept: Vec<_> = records.iter().map(|r| tables.keep(r, BASE)).collect();
-        let room = tables.record_room();
-        let mut writer = RecordWriter::new(&tables);
-        let mut buf = vec![0u8; room];
-        for (r, k) in records.iter().zip(&kept) {
-            let n = writer.write(&mut buf, k);
-            let want = serde_json::to_vec(&format_record(r, BASE)).unwrap();
-            prop_assert_eq!(std::str::from_utf8(&buf[..n]).unwrap(), std::str::from_utf8(&want).unwrap());
-        }
+        written_as_serde_writes(&records, 1 << 20)?;
     }
+}
+
+/// The export's writer, one for the whole sequence as the export uses it
+/// (one table for all, so interned layouts are met again), writes each
+/// record exactly as serde does the format's type, within the room the
+/// export makes for a record, and the text parses back strictly.
+fn written_as_serde_writes(records: &[TensorRecord], base: u64) -> Result<(), TestCaseError> {
+    let mut tables = Tables::default();
+    let kept: Vec<_> = records.iter().map(|r| tables.keep(r, base)).collect();
+    let room = tables.record_room();
+    let mut writer = RecordWriter::new(&tables);
+    let mut buf = vec![0u8; room];
+    for (r, k) in records.iter().zip(&kept) {
+        let n = writer.write(&mut buf, k);
+        let out = &buf[..n];
+        let want = serde_json::to_vec(&format_record(r, base)).unwrap();
+        prop_assert_eq!(
+            std::str::from_utf8(out).unwrap(),
+            std::str::from_utf8(&want).unwrap()
+        );
+        let back: StrictRecord = serde_json::from_slice(out).unwrap();
+        prop_assert_eq!(back.task_id.value, r.task_id.0);
+    }
+    Ok(())
 }
 
 /// The room the export makes for a record covers the longest record
