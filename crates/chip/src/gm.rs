@@ -5,22 +5,16 @@
 //! touch), and every byte moves through [`crate::shared_mem`], whose
 //! word-sized atomics make concurrent access by many cores data-race-free.
 //!
-//! The allocator is first fit over a coalescing free list, with a cache
-//! by size class in front of it: a freed block up to 64 KiB
-//! waits in the list of its length, and the next allocation of that
-//! length takes it back without searching or coalescing (a run allocates
-//! and frees the same few output sizes over and over). An allocation
-//! whose class is empty first returns every cached block to the free list
-//! (coalesced), then searches it, so it finds what it would without the
-//! cache, and running out of memory is never an artefact of it.
+//! The allocator's bookkeeping (free list, size classes) is in `gm/heap.rs`.
 
-use std::{
-    collections::BTreeMap,
-    sync::atomic::{AtomicU64, Ordering},
-};
+mod heap;
+
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::RwLock;
-use simpler_core::{ByteSpan, ChipTensor, GmAlloc, KResult, KernelError};
+use simpler_core::{ByteSpan, ChipTensor, KResult, KernelError};
+
+use heap::{Alloc, Heap};
 use thiserror::Error;
 
 use crate::{shared_mem::SharedBytes, GmArea, Reserved, ReservedWords, WriteLog};
@@ -55,126 +49,6 @@ pub enum GmError {
         /// OS message.
         msg: String,
     },
-}
-
-/// One live allocation.
-#[derive(Debug, Clone, Copy)]
-struct Alloc {
-    /// Bytes taken from the free list (a multiple of [`GM_ALIGN`]).
-    len: u64,
-    /// Bytes asked for: the only ones that may be accessed.
-    requested: u64,
-    /// Runtime-reserved ([`Reserved`]): readable, not writable by kernels.
-    reserved: bool,
-}
-
-#[derive(Debug, Default)]
-struct Heap {
-    /// Free ranges: start → len (blocks cached in `quick` aside).
-    free: BTreeMap<u64, u64>,
-    /// Live allocations by start address.
-    live: BTreeMap<u64, Alloc>,
-    used: u64,
-    peak: u64,
-    /// Bytes from here to the end were never allocated: still zero from
-    /// the OS, so a fresh allocation there needs no zero-fill.
-    clean_from: u64,
-    /// Freed blocks not in `free`, by length: `quick[len / GM_ALIGN]`
-    /// holds the starts of free blocks of `len` bytes (module doc).
-    quick: Vec<Vec<u64>>,
-    /// Classes of `quick` that may hold blocks.
-    quick_used: Vec<usize>,
-}
-
-/// Largest block kept by size class; larger ones coalesce at once.
-const QUICK_MAX: u64 = 64 << 10;
-
-impl Heap {
-    /// Take a cached block of exactly `len` bytes.
-    fn take_quick(&mut self, len: u64) -> Option<u64> {
-        self.quick.get_mut((len / GM_ALIGN) as usize)?.pop()
-    }
-
-    /// Keep a freed block by its length, or coalesce it when too large.
-    fn put_quick(&mut self, start: u64, len: u64) {
-        if len > QUICK_MAX {
-            return self.insert_free(start, len);
-        }
-        let class = (len / GM_ALIGN) as usize;
-        if self.quick.len() <= class {
-            self.quick.resize_with(class + 1, Vec::new);
-        }
-        if self.quick[class].is_empty() {
-            self.quick_used.push(class);
-        }
-        self.quick[class].push(start);
-    }
-
-    /// Every cached block back to the free list, coalesced.
-    fn flush_quick(&mut self) {
-        for class in std::mem::take(&mut self.quick_used) {
-            let len = class as u64 * GM_ALIGN;
-            for start in std::mem::take(&mut self.quick[class]) {
-                self.insert_free(start, len);
-            }
-        }
-    }
-
-    /// Add `[start, start+len)` to the free list, merged with free
-    /// neighbours.
-    fn insert_free(&mut self, mut start: u64, len: u64) {
-        let mut stop = start + len;
-        if let Some((&ps, &pl)) = self.free.range(..start).next_back() {
-            if ps + pl == start {
-                self.free.remove(&ps);
-                start = ps;
-            }
-        }
-        if let Some(nl) = self.free.remove(&stop) {
-            stop += nl;
-        }
-        self.free.insert(start, stop - start);
-    }
-
-    /// First fit of `len` bytes in the free list, cached blocks included.
-    fn take_first_fit(&mut self, len: u64) -> Option<u64> {
-        if !self.quick_used.is_empty() {
-            self.flush_quick();
-        }
-        let (start, flen) = self
-            .free
-            .iter()
-            .find(|(_, &l)| l >= len)
-            .map(|(&s, &l)| (s, l))?;
-        self.free.remove(&start);
-        if flen > len {
-            self.free.insert(start + len, flen - len);
-        }
-        Some(start)
-    }
-
-    /// The live allocation whose requested bytes hold `[addr, addr+len)`,
-    /// or the error naming the allocation the access missed.
-    fn find(&self, addr: u64, len: u64) -> Result<(u64, Alloc), KernelError> {
-        let below = self.live.range(..=addr).next_back();
-        if let Some((&base, a)) = below {
-            let inside = addr
-                .checked_add(len)
-                .is_some_and(|end| end <= base + a.requested);
-            if inside {
-                return Ok((base, *a));
-            }
-        }
-        Err(KernelError::GmOutOfBounds {
-            addr,
-            len,
-            near: below.map(|(&base, a)| GmAlloc {
-                base,
-                size: a.requested,
-                reserved: a.reserved,
-            }),
-        })
-    }
 }
 
 /// The allocation a [`Gm::check_view_near`] last found, and how many
@@ -253,16 +127,11 @@ impl Gm {
         let len = usize::try_from(size).map_err(|e| reserve_err(e.to_string()))?;
         let mem = SharedBytes::new(len).map_err(|e| reserve_err(e.to_string()))?;
         let base = mem.addr();
-        let mut heap = Heap {
-            clean_from: base,
-            ..Heap::default()
-        };
-        heap.free.insert(base, size);
         Ok(Gm {
             mem,
             base,
             size,
-            heap: RwLock::new(heap),
+            heap: RwLock::new(Heap::new(base, size)),
             frees: AtomicU64::new(0),
         })
     }

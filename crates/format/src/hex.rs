@@ -71,8 +71,8 @@ pub fn format_into(v: u64, buf: &mut [u8; 18]) -> &str {
 #[inline]
 pub fn digits16(v: u64) -> [u8; 16] {
     let mut out = [0u8; 16];
-    out[..8].copy_from_slice(&ascii_nibbles((v >> 32) as u32).to_be_bytes());
-    out[8..].copy_from_slice(&ascii_nibbles(v as u32).to_be_bytes());
+    out[..8].copy_from_slice(&digits8((v >> 32) as u32));
+    out[8..].copy_from_slice(&digits8(v as u32));
     out
 }
 

@@ -610,9 +610,8 @@ impl<'r> Orchestrator<'r> {
             // again below rather than kept: a region copied right after it
             // was built stalled on its own narrow writes (perf, stop 24).
             if let Some(r) = &Region::of_spanned(&t.desc) {
-                // `take` filters out finished tasks itself.
-                self.map
-                    .deps_of(t.desc.addr, r, access(t.role), |_| true, &mut take);
+                // `take` filters out finished tasks.
+                self.map.deps_of(t.desc.addr, r, access(t.role), &mut take);
             }
         }
         for a in after {
@@ -694,7 +693,6 @@ impl<'r> Orchestrator<'r> {
                 read: true,
                 write: false,
             },
-            |_| true,
             |id| deps.extend(lookup(rings, window, *id).cloned()),
         );
         self.wait_until(|| deps.iter().all(|d| d.is_complete()))?;

@@ -116,16 +116,11 @@ impl<T: Clone> TensorMap<T> {
     /// The tasks an access of `view` must wait for, each passed to `dep`
     /// (a task may come more than once: once per list it is in). Only the
     /// frontier is returned — tasks an earlier writer of the region already
-    /// waits for are not — and `live(t)` filters out tasks that finished.
-    pub fn deps(
-        &mut self,
-        view: &ChipTensor,
-        access: Access,
-        live: impl Fn(&T) -> bool,
-        dep: impl FnMut(&T),
-    ) {
+    /// waits for are not. Entries of finished tasks not yet retired come
+    /// too: `dep` tells them apart (the orchestrator by the task's slot).
+    pub fn deps(&mut self, view: &ChipTensor, access: Access, dep: impl FnMut(&T)) {
         if let Some(r) = Region::of(view) {
-            self.deps_of(view.addr, &r, access, live, dep);
+            self.deps_of(view.addr, &r, access, dep);
         }
     }
 
@@ -135,22 +130,16 @@ impl<T: Clone> TensorMap<T> {
         addr: u64,
         r: &Region,
         access: Access,
-        live: impl Fn(&T) -> bool,
         mut dep: impl FnMut(&T),
     ) {
         let Some(l) = self.by_buffer.get_mut(&addr) else {
             return;
         };
-        let mut take = |t: &T| {
-            if live(t) {
-                dep(t)
-            }
-        };
         if access.read || access.write {
-            l.writers.overlapping(r, &mut take);
+            l.writers.overlapping(r, &mut dep);
         }
         if access.write {
-            l.readers.overlapping(r, &mut take);
+            l.readers.overlapping(r, &mut dep);
         }
     }
 
@@ -250,8 +239,10 @@ mod tests {
         live: impl Fn(&u32) -> bool,
     ) -> Vec<u32> {
         let mut out = BTreeSet::new();
-        map.deps(v, a, live, |&x| {
-            out.insert(x);
+        map.deps(v, a, |&x| {
+            if live(&x) {
+                out.insert(x);
+            }
         });
         out.into_iter().collect()
     }
@@ -432,8 +423,10 @@ mod tests {
             let mut mine = BTreeSet::new();
             for a in accs {
                 if let Some(acc) = a.access {
-                    map.deps(&a.view, acc, live, |&x| {
-                        mine.insert(x as usize);
+                    map.deps(&a.view, acc, |&x| {
+                        if live(&x) {
+                            mine.insert(x as usize);
+                        }
                     });
                 }
             }

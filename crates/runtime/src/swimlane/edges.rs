@@ -110,7 +110,6 @@ impl EdgeFinder {
     /// the creator, then the map's writers (RAW/WAW) and, for a writer,
     /// the readers since (WAR).
     fn tensor_edges(&mut self, succ: TaskId, i: u32, role: ArgRole, desc: &ChipTensor) {
-        let always = |_: &(TaskId, u32)| true;
         let f = raw_waw(role);
         self.add(EdgeRecord {
             pred: desc.owner_task_id,
@@ -130,14 +129,14 @@ impl EdgeFinder {
             write: false,
         };
         self.map
-            .deps_of(desc.addr, &r, read, always, |&(p, a)| found.push((p, a, f)));
+            .deps_of(desc.addr, &r, read, |&(p, a)| found.push((p, a, f)));
         if role.writes_existing() {
             let write = Access {
                 read: false,
                 write: true,
             };
             let n = found.len();
-            self.map.deps_of(desc.addr, &r, write, always, |&(p, a)| {
+            self.map.deps_of(desc.addr, &r, write, |&(p, a)| {
                 if !found[..n].iter().any(|x| x.0 == p) {
                     found.push((p, a, 4));
                 }
