@@ -8,6 +8,7 @@
 //! The allocator's bookkeeping (free list, size classes) is in `gm/heap.rs`.
 
 mod heap;
+mod known;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -15,6 +16,7 @@ use parking_lot::RwLock;
 use simpler_core::{ByteSpan, ChipTensor, KResult, KernelError};
 
 use heap::{Alloc, Heap};
+pub use known::{Known, KnownArea, MAX_KNOWN};
 use thiserror::Error;
 
 use crate::{shared_mem::SharedBytes, GmArea, Reserved, ReservedWords, WriteLog};
@@ -60,6 +62,16 @@ pub struct LastAlloc {
     frees: Option<u64>,
 }
 
+impl LastAlloc {
+    /// The allocation the last successful [`Gm::check_view_near`] of a
+    /// non-empty view found, as a [`KnownArea`] (`None` before any, or
+    /// for a reserved one). Read [`Gm::known_epoch`] before that check
+    /// for the [`Known`] set it goes into.
+    pub fn known(&self) -> Option<KnownArea> {
+        (self.frees.is_some() && !self.reserved).then_some(KnownArea(self.area))
+    }
+}
+
 /// Simulated global memory.
 ///
 /// Device addresses are host addresses of the mapping's bytes, as in the
@@ -75,6 +87,9 @@ pub struct Gm {
     /// Allocations returned so far: a [`LastAlloc`] taken at the same
     /// count still names a live allocation.
     frees: AtomicU64,
+    /// Allocations returned by [`Gm::free`] (not [`Gm::free_unheld`]) or
+    /// [`Gm::release`]: a [`Known`] set taken at the same count is valid.
+    known_epoch: AtomicU64,
 }
 
 impl std::fmt::Debug for Gm {
@@ -133,6 +148,7 @@ impl Gm {
             size,
             heap: RwLock::new(Heap::new(base, size)),
             frees: AtomicU64::new(0),
+            known_epoch: AtomicU64::new(0),
         })
     }
 
@@ -230,7 +246,27 @@ impl Gm {
     /// [`GmError::BadFree`] when `addr` is not the start of a live
     /// allocation (reserved regions go back through [`Gm::release`]).
     pub fn free(&self, addr: u64) -> Result<(), GmError> {
+        self.give_back(addr, false)?;
+        self.known_epoch.fetch_add(1, Ordering::Release);
+        Ok(())
+    }
+
+    /// [`Gm::free`] by an owner that knows no dispatch holds the
+    /// allocation in a [`Known`] set — the runtime, freeing a buffer when
+    /// its last holder (the scope or the last task using it) lets go. It
+    /// leaves every [`Known`] set valid.
+    ///
+    /// # Errors
+    /// As for [`Gm::free`].
+    pub fn free_unheld(&self, addr: u64) -> Result<(), GmError> {
         self.give_back(addr, false)
+    }
+
+    /// Counts the frees that may end an allocation a [`Known`] set holds;
+    /// read it before checking the set's areas.
+    #[inline]
+    pub fn known_epoch(&self) -> u64 {
+        self.known_epoch.load(Ordering::Acquire)
     }
 
     /// Return a reserved region.
@@ -238,7 +274,9 @@ impl Gm {
     /// # Errors
     /// [`GmError::BadFree`] when the region is not live in this GM.
     pub fn release(&self, region: Reserved) -> Result<(), GmError> {
-        self.give_back(region.base, true)
+        self.give_back(region.base, true)?;
+        self.known_epoch.fetch_add(1, Ordering::Release);
+        Ok(())
     }
 
     fn give_back(&self, addr: u64, reserved: bool) -> Result<(), GmError> {
@@ -267,6 +305,16 @@ impl Gm {
     /// refused when it is reserved. Returns the allocation's base.
     fn locate(&self, addr: u64, len: u64, write: bool) -> KResult<u64> {
         self.locate_alloc(addr, len, write).map(|(base, _)| base)
+    }
+
+    /// [`Gm::locate`], without the lookup when a valid `known` set holds
+    /// the bytes (its areas are never reserved).
+    #[inline]
+    fn locate_known(&self, addr: u64, len: u64, write: bool, known: &Known) -> KResult<u64> {
+        match known.base_of(self, addr, len) {
+            Some(base) => Ok(base),
+            None => self.locate(addr, len, write),
+        }
     }
 
     /// [`Gm::locate`], with the allocation found.
@@ -531,6 +579,7 @@ impl Gm {
         view: &ChipTensor,
         len: usize,
         write: bool,
+        known: &Known,
         mut f: impl FnMut(u64, usize, usize, usize),
     ) -> KResult<()> {
         let span = view.byte_span()?;
@@ -544,7 +593,7 @@ impl Gm {
         if span.is_empty() {
             return Ok(());
         }
-        let buffer = self.locate(span.start, span.len(), write)?;
+        let buffer = self.locate_known(span.start, span.len(), write, known)?;
         let es = view.dtype.size() as u64;
         let at = self.offset(span.start) as u64;
         let mut pos = 0usize;
@@ -568,10 +617,18 @@ impl Gm {
     /// [`KernelError::GmOutOfBounds`] when its span is not inside a live
     /// allocation; a message when `dst` has the wrong length.
     pub fn gather(&self, view: &ChipTensor, dst: &mut [u8]) -> KResult<()> {
+        self.gather_with(view, dst, &Known::default())
+    }
+
+    /// [`Gm::gather`] of a dispatch whose tensors' allocations are `known`.
+    ///
+    /// # Errors
+    /// As for [`Gm::gather`].
+    pub fn gather_with(&self, view: &ChipTensor, dst: &mut [u8], known: &Known) -> KResult<()> {
         if let Some(c) = Columns::of(view) {
-            return self.gather_columns(view, c, dst);
+            return self.gather_columns(view, c, dst, known);
         }
-        self.view_runs(view, dst.len(), false, |_, off, pos, n| {
+        self.view_runs(view, dst.len(), false, known, |_, off, pos, n| {
             self.mem.load(off, &mut dst[pos..pos + n]);
         })
     }
@@ -579,7 +636,13 @@ impl Gm {
     /// [`Gm::gather`] of a column-major view ([`Columns`]): each column is
     /// contiguous in GM, so it is read in one copy and spread into the
     /// row-major output on the host, instead of one GM access per element.
-    fn gather_columns(&self, view: &ChipTensor, c: Columns, dst: &mut [u8]) -> KResult<()> {
+    fn gather_columns(
+        &self,
+        view: &ChipTensor,
+        c: Columns,
+        dst: &mut [u8],
+        known: &Known,
+    ) -> KResult<()> {
         let span = view.byte_span()?;
         if dst.len() as u64 != view.nbytes() {
             return Err(KernelError::msg(format!(
@@ -588,7 +651,7 @@ impl Gm {
                 dst.len()
             )));
         }
-        self.locate(span.start, span.len(), false)?;
+        self.locate_known(span.start, span.len(), false, known)?;
         let es = view.dtype.size();
         let first = self.offset(span.start);
         let mut buf = [0u8; 2048];
@@ -621,7 +684,22 @@ impl Gm {
     /// # Errors
     /// As for [`Gm::scatter`] (nothing written, nothing logged).
     pub fn scatter_logged(&self, view: &ChipTensor, src: &[u8], log: &mut WriteLog) -> KResult<()> {
-        self.view_runs(view, src.len(), true, |buffer, off, pos, n| {
+        self.scatter_with(view, src, log, &Known::default())
+    }
+
+    /// [`Gm::scatter_logged`] of a dispatch whose tensors' allocations are
+    /// `known`.
+    ///
+    /// # Errors
+    /// As for [`Gm::scatter`].
+    pub fn scatter_with(
+        &self,
+        view: &ChipTensor,
+        src: &[u8],
+        log: &mut WriteLog,
+        known: &Known,
+    ) -> KResult<()> {
+        self.view_runs(view, src.len(), true, known, |buffer, off, pos, n| {
             self.mem.store(off, &src[pos..pos + n]);
             let start = self.base + off as u64;
             log.push(buffer, start, start + n as u64);

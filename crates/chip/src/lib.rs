@@ -31,7 +31,7 @@ mod shared_mem;
 mod write_log;
 
 pub use arch::ArchProfile;
-pub use gm::{Gm, GmError, LastAlloc, GM_ALIGN};
+pub use gm::{Gm, GmError, Known, KnownArea, LastAlloc, GM_ALIGN, MAX_KNOWN};
 pub use local::{BufKind, LocalBuffers};
 pub use reserved::{GmArea, Reserved, ReservedWords};
 pub use write_log::{WriteLog, WriteRun};

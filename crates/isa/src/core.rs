@@ -2,7 +2,7 @@
 
 use std::{panic::Location, sync::Arc};
 
-use simpler_chip::{ArchProfile, BufKind, Gm, LocalBuffers, WriteLog};
+use simpler_chip::{ArchProfile, BufKind, Gm, Known, LocalBuffers, WriteLog};
 use simpler_core::{topology::CoreType, ChipTensor, DType, KResult, KernelError};
 
 use crate::{
@@ -23,6 +23,9 @@ pub struct Core {
     pub(crate) bufs: LocalBuffers,
     /// GM bytes written since the last `reset` (TSTORE and direct writes).
     writes: WriteLog,
+    /// The allocations of this dispatch's tensors, checked when its task
+    /// was submitted ([`Core::know`]); empty after a reset.
+    known: Known,
     rec: Option<Vec<InstrRecord>>,
     /// A records buffer handed back ([`Core::recycle_records`]): the next
     /// recording starts with its capacity instead of growing from empty
@@ -41,6 +44,7 @@ impl Core {
             gm,
             bufs: LocalBuffers::new(arch, core_type),
             writes: WriteLog::new(),
+            known: Known::default(),
             rec: None,
             spare: Vec::new(),
             scratch: Default::default(),
@@ -63,6 +67,7 @@ impl Core {
         KernelGm {
             gm: &self.gm,
             log: &mut self.writes,
+            known: &self.known,
         }
     }
 
@@ -114,6 +119,16 @@ impl Core {
     pub fn reset(&mut self) {
         self.bufs.reset();
         self.writes.clear();
+        self.known = Known::default();
+    }
+
+    /// The allocations of the coming dispatch's tensors, checked by the
+    /// runtime at submission and kept alive until the task completes
+    /// (call after [`Core::reset`]): the dispatch's gathers and scatters
+    /// inside them skip the allocator's lookup. Accesses elsewhere, or
+    /// after a free that may have ended one of them, are checked in full.
+    pub fn know(&mut self, known: Known) {
+        self.known = known;
     }
 
     /// Bytes in use in `buf`.
@@ -186,6 +201,7 @@ impl Core {
         let gm = KernelGm {
             gm: &self.gm,
             log: &mut self.writes,
+            known: &self.known,
         };
         (gm, &mut self.bufs, &mut self.scratch)
     }
@@ -265,6 +281,7 @@ impl Core {
 pub struct KernelGm<'a> {
     gm: &'a Gm,
     log: &'a mut WriteLog,
+    known: &'a Known,
 }
 
 impl KernelGm<'_> {
@@ -289,7 +306,7 @@ impl KernelGm<'_> {
     /// # Errors
     /// As for [`Gm::gather`].
     pub fn gather(&self, view: &ChipTensor, dst: &mut [u8]) -> KResult<()> {
-        self.gm.gather(view, dst)
+        self.gm.gather_with(view, dst, self.known)
     }
 
     /// Copy bytes into GM (logged).
@@ -313,6 +330,6 @@ impl KernelGm<'_> {
     /// # Errors
     /// As for [`Gm::scatter`].
     pub fn scatter(&mut self, view: &ChipTensor, src: &[u8]) -> KResult<()> {
-        self.gm.scatter_logged(view, src, self.log)
+        self.gm.scatter_with(view, src, self.log, self.known)
     }
 }

@@ -11,6 +11,7 @@ use std::{
 
 use crossbeam::sync::Parker;
 use rustc_hash::FxHashMap;
+use simpler_chip::{Known, LastAlloc};
 use simpler_core::{
     abi::{MAX_SCALARS, MAX_TENSORS},
     ChipTensor, TaskId, TaskScalar, TaskTensor, MAX_DIMS,
@@ -72,13 +73,16 @@ fn recycle(
     tensors: Vec<TaskTensor>,
     scalars: Vec<TaskScalar>,
     buffers: TaskBuffers,
+    known: Known,
 ) -> Arc<Task> {
     if let Some(t) = prev.as_mut().and_then(Arc::get_mut) {
-        t.renew(id, kernels, members, block_num, tensors, scalars, buffers);
+        t.renew(
+            id, kernels, members, block_num, tensors, scalars, buffers, known,
+        );
         return prev.expect("it was just renewed");
     }
     Arc::new(Task::new(
-        id, kernels, members, block_num, tensors, scalars, buffers,
+        id, kernels, members, block_num, tensors, scalars, buffers, known,
     ))
 }
 
@@ -152,7 +156,7 @@ pub struct Orchestrator<'r> {
     /// Per tensor argument position (mod 8), the GM allocation the last
     /// such argument lay in: argument `i` of a run's tasks is mostly a view
     /// of the same few buffers.
-    last_alloc: [simpler_chip::LastAlloc; 8],
+    last_alloc: [LastAlloc; 8],
     /// The kernels the last submit named and their members: the registry
     /// does not change during a run, and most submits repeat a kernel
     /// (measured, stop 23: ~230 instructions per flood task).
@@ -475,7 +479,7 @@ impl<'r> Orchestrator<'r> {
                 )
             })
             .unwrap_or_default();
-        let (tensors, buffers, outputs) = self.take_tensors(id, &args, spare)?;
+        let (tensors, buffers, outputs, known) = self.take_tensors(id, &args, spare)?;
         scalars.clear();
         scalars.extend(
             args.scalars
@@ -491,6 +495,7 @@ impl<'r> Orchestrator<'r> {
             tensors,
             scalars,
             buffers,
+            known,
         );
         self.shared
             .race
@@ -529,7 +534,10 @@ impl<'r> Orchestrator<'r> {
         id: TaskId,
         args: &TaskArgs,
         mut tensors: Vec<TaskTensor>,
-    ) -> Result<(Vec<TaskTensor>, TaskBuffers, Vec<Tensor>), RuntimeError> {
+    ) -> Result<(Vec<TaskTensor>, TaskBuffers, Vec<Tensor>, Known), RuntimeError> {
+        // Read before the checks below: a free that could end an
+        // allocation they find moves it (see `simpler_chip::Known`).
+        let mut known = Known::new(self.shared.gm.known_epoch());
         tensors.clear();
         tensors.reserve(args.tensors.len());
         let mut buffers = TaskBuffers::default();
@@ -548,11 +556,14 @@ impl<'r> Orchestrator<'r> {
                     // derived fields kernels and the TensorMap read are
                     // recomputed, whatever the caller left in them.
                     let gm = &self.shared.gm;
-                    let span = gm
-                        .check_view_near(src, true, &mut self.last_alloc[i % 8])
-                        .map_err(|e| {
-                            RuntimeError::InvalidSubmit(format!("tensor argument {i}: {e}"))
-                        })?;
+                    let last = &mut self.last_alloc[i % 8];
+                    let span = gm.check_view_near(src, true, last).map_err(|e| {
+                        RuntimeError::InvalidSubmit(format!("tensor argument {i}: {e}"))
+                    })?;
+                    // A non-empty span was just found in `last`'s allocation.
+                    if let (false, Some(area)) = (span.is_empty(), last.known()) {
+                        known.push(area);
+                    }
                     // Copied whole, then its derived fields (worked out from
                     // the source, not read back from the copy) set in place:
                     // a copy made after those narrow stores stalled on them
@@ -583,7 +594,7 @@ impl<'r> Orchestrator<'r> {
             }
         }
 
-        Ok((tensors, buffers, outputs))
+        Ok((tensors, buffers, outputs, known))
     }
 
     /// Find the producers `task` waits for — creators of the tensors it

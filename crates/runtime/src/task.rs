@@ -7,7 +7,7 @@ use std::sync::{
 
 use crossbeam::utils::CachePadded;
 use parking_lot::Mutex;
-use simpler_chip::Gm;
+use simpler_chip::{Gm, Known};
 use simpler_core::{topology::Subtask, TaskId, TaskScalar, TaskTensor};
 use simpler_isa::KernelFn;
 
@@ -36,8 +36,9 @@ impl Buffer {
     /// Drop one reference; frees the GM when it was the last.
     pub fn release(&self, gm: &Gm) {
         if self.refs.fetch_sub(1, Ordering::AcqRel) == 1 {
-            // The address came from `Gm::alloc` and is released exactly once.
-            let _ = gm.free(self.addr);
+            // The address came from `Gm::alloc` and is released exactly
+            // once, by its last holder: no task that could run holds it.
+            let _ = gm.free_unheld(self.addr);
         }
     }
 }
@@ -189,6 +190,9 @@ pub(crate) struct Task {
     pub tensors: Vec<TaskTensor>,
     pub scalars: Vec<TaskScalar>,
     pub buffers: TaskBuffers,
+    /// The allocations of its tensors as checked at submission: its
+    /// kernels' accesses inside them skip the allocator's lookup.
+    pub known: Known,
     /// Unfinished dependencies + 1 while the orchestrator is still wiring it.
     fanin: AtomicU32,
     /// The counters its workers update while it runs, on a cache line of
@@ -250,6 +254,7 @@ impl Task {
         tensors: Vec<TaskTensor>,
         scalars: Vec<TaskScalar>,
         buffers: TaskBuffers,
+        known: Known,
     ) -> Task {
         let d = Derived::of(&members, block_num, &tensors);
         let members_done = (0..members_done_len(&members, block_num))
@@ -265,6 +270,7 @@ impl Task {
             tensors,
             scalars,
             buffers,
+            known,
             fanin: AtomicU32::new(1),
             exec: CachePadded::new(Exec {
                 remaining: AtomicU32::new(d.subtasks),
@@ -296,6 +302,7 @@ impl Task {
         tensors: Vec<TaskTensor>,
         scalars: Vec<TaskScalar>,
         buffers: TaskBuffers,
+        known: Known,
     ) {
         let d = Derived::of(&members, block_num, &tensors);
         let done_len = members_done_len(&members, block_num);
@@ -308,6 +315,7 @@ impl Task {
             tensors: t_tensors,
             scalars: t_scalars,
             buffers: t_buffers,
+            known: t_known,
             fanin,
             exec,
             members_done,
@@ -325,6 +333,7 @@ impl Task {
         *t_tensors = tensors;
         *t_scalars = scalars;
         *t_buffers = buffers;
+        *t_known = known;
         *fanin.get_mut() = 1;
         *exec.remaining.get_mut() = d.subtasks;
         *exec.blocks_sent.get_mut() = 0;
@@ -540,6 +549,7 @@ const DISPATCH_LINES: LineMasks = {
         | lines_of::<Vec<TaskTensor>>(offset_of!(Task, tensors))
         | lines_of::<Vec<TaskScalar>>(offset_of!(Task, scalars))
         | lines_of::<TaskBuffers>(offset_of!(Task, buffers))
+        | lines_of::<Known>(offset_of!(Task, known))
         | lines_of::<Box<[AtomicU8]>>(offset_of!(Task, members_done))
         | lines_of::<AtomicBool>(offset_of!(Task, failed))
         | lines_of::<TaskRace>(offset_of!(Task, race));
@@ -652,7 +662,8 @@ mod tests {
             Vec<TaskScalar>,
         ),
     ) -> Task {
-        Task::new(p.0, p.1, p.2, p.3, p.4, p.5, TaskBuffers::default())
+        let known = Known::new(u64::from(p.3));
+        Task::new(p.0, p.1, p.2, p.3, p.4, p.5, TaskBuffers::default(), known)
     }
 
     #[test]
@@ -690,6 +701,7 @@ mod tests {
                     p.4,
                     p.5,
                     TaskBuffers::default(),
+                    Known::new(u64::from(p.3)),
                 );
                 assert_eq!(
                     format!("{:?}", *t),

@@ -385,3 +385,72 @@ fn reused_tasks_and_argument_lists_carry_nothing_over() {
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!((report.tasks, report.dispatches), (200, 200));
 }
+
+/// Opened by the test below once it has freed the buffer.
+static GATE_OPEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Waits (at most a minute) until the test opens the gate.
+fn gate(_core: &mut Core, _args: &Args) -> KResult<()> {
+    let t0 = std::time::Instant::now();
+    while !GATE_OPEN.load(std::sync::atomic::Ordering::Acquire) {
+        if t0.elapsed() > Duration::from_secs(60) {
+            return Err(simpler_isa::KernelError::msg("the gate never opened"));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    Ok(())
+}
+
+/// Copies its slot-0 view into its slot-2 view (slot 1 only orders it).
+fn copy_row(core: &mut Core, args: &Args) -> KResult<()> {
+    let (x, y) = (args.tensor(0)?, args.tensor(2)?);
+    let t = core.alloc_tile(BufKind::Ub, 1, 16, DType::Float32)?;
+    core.tload(t, &x)?;
+    core.tstore(&y, t)
+}
+
+/// Stop 26: kernels' accesses inside the allocations their task's tensors
+/// were found in at submission skip the allocator's lookup. A buffer the
+/// orchestration frees after submitting a task that reads it, before that
+/// task runs, must still be refused when the kernel reads it — not read
+/// from freed memory.
+#[test]
+fn a_buffer_freed_after_its_reader_was_submitted_is_refused_when_it_runs() {
+    let rt = Runtime::new(
+        RuntimeConfig {
+            clusters: 1,
+            gm_bytes: 1 << 20,
+            timeout: Some(Duration::from_secs(60)),
+            ..Default::default()
+        },
+        vec![
+            KernelDef::new(0, "gate", CoreType::Aiv, gate),
+            KernelDef::new(1, "copy_row", CoreType::Aiv, copy_row),
+        ],
+    )
+    .unwrap();
+    let x = rt
+        .upload_pod(&[1.5f32; 16], &[1, 16], DType::Float32)
+        .unwrap();
+    let g = rt.alloc_tensor(&[16], DType::Float32).unwrap();
+    let y = rt.alloc_tensor(&[1, 16], DType::Float32).unwrap();
+    let gm = rt.gm().clone();
+    let mut reader = TaskId::NONE;
+    let err = rt
+        .run(&OrchArgs::new(), |o, _| {
+            o.submit(Kernels::Aiv(0), TaskArgs::new().output_existing(&g))?;
+            let args = TaskArgs::new().input(&x).input(&g).output_existing(&y);
+            reader = o.submit(Kernels::Aiv(1), args)?.task_id;
+            gm.free(x.addr()).unwrap();
+            GATE_OPEN.store(true, std::sync::atomic::Ordering::Release);
+            Ok(())
+        })
+        .expect_err("reading a freed buffer must fail the run");
+    let RuntimeError::Kernel { task_id, msg, .. } = &err else {
+        panic!("expected a kernel error, got {err}");
+    };
+    assert_eq!(*task_id, reader);
+    assert!(msg.contains("out of bounds"), "{msg}");
+    assert!(msg.contains(&hex(x.addr())), "{msg}");
+    assert_eq!(rt.download_pod::<f32>(&y).unwrap(), vec![0.0; 16]);
+}
