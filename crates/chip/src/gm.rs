@@ -187,6 +187,19 @@ impl Gm {
         self.take(bytes, false)
     }
 
+    /// [`Gm::alloc`], returned as the [`KnownArea`] it is (for the
+    /// [`Known`] set of the task it is made for).
+    ///
+    /// # Errors
+    /// As for [`Gm::alloc`].
+    pub fn alloc_known(&self, bytes: u64) -> Result<KnownArea, GmError> {
+        let start = self.take(bytes, false)?;
+        Ok(KnownArea(GmArea {
+            start,
+            end: start + bytes,
+        }))
+    }
+
     /// Allocate a [`Reserved`] region: zero-filled, readable by anyone,
     /// writable only through the returned capability.
     ///

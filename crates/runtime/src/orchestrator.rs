@@ -11,7 +11,7 @@ use std::{
 
 use crossbeam::sync::Parker;
 use rustc_hash::FxHashMap;
-use simpler_chip::{Known, LastAlloc};
+use simpler_chip::{Known, KnownArea, LastAlloc};
 use simpler_core::{
     abi::{MAX_SCALARS, MAX_TENSORS},
     ChipTensor, TaskId, TaskScalar, TaskTensor, MAX_DIMS,
@@ -367,9 +367,9 @@ impl<'r> Orchestrator<'r> {
         })
     }
 
-    fn alloc_gm(&mut self, bytes: u64) -> Result<u64, RuntimeError> {
+    fn alloc_gm(&mut self, bytes: u64) -> Result<KnownArea, RuntimeError> {
         loop {
-            match self.shared.gm.alloc(bytes) {
+            match self.shared.gm.alloc_known(bytes) {
                 Ok(a) => return Ok(a),
                 Err(e) => {
                     // Completing tasks free GM; wait for one unless none is running.
@@ -407,15 +407,16 @@ impl<'r> Orchestrator<'r> {
         &mut self,
         info: &TensorInfo,
         owner: TaskId,
-    ) -> Result<(Tensor, Arc<Buffer>), RuntimeError> {
+    ) -> Result<(Tensor, Arc<Buffer>, KnownArea), RuntimeError> {
         let bytes = Self::validate_info(info)?;
-        let addr = self.alloc_gm(bytes)?;
+        let area = self.alloc_gm(bytes)?;
+        let addr = area.start();
         let mut desc = ChipTensor::contiguous(addr, &info.shape, info.dtype);
         desc.owner_task_id = owner;
         let buf = Buffer::new(addr);
         self.scopes.last_mut().expect("top scope").push(buf.clone());
         self.live.insert(addr, buf.clone());
-        Ok((Tensor::from_desc(desc), buf))
+        Ok((Tensor::from_desc(desc), buf, area))
     }
 
     /// Allocate a zero-filled tensor owned by the current scope (for
@@ -581,7 +582,8 @@ impl<'r> Orchestrator<'r> {
                     }
                 }
                 TensorArg::New(info) => {
-                    let (t, b) = self.new_buffer(info, id)?;
+                    let (t, b, area) = self.new_buffer(info, id)?;
+                    known.push(area);
                     b.retain();
                     buffers.push(b);
                     outputs.push(t);

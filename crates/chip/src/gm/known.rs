@@ -22,9 +22,16 @@ use crate::GmArea;
 pub const MAX_KNOWN: usize = 8;
 
 /// One allocation that was live and not reserved when it was checked
-/// (made only by [`crate::LastAlloc::known`]).
+/// (made only by [`crate::LastAlloc::known`] and [`Gm::alloc_known`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct KnownArea(pub(super) GmArea);
+
+impl KnownArea {
+    /// The allocation's first byte.
+    pub fn start(&self) -> u64 {
+        self.0.start
+    }
+}
 
 /// The allocations of one dispatch's tensors, valid while no allocation is
 /// freed by another party ([`Gm::known_epoch`] unchanged).
@@ -147,6 +154,23 @@ mod tests {
         let mut log = WriteLog::new();
         assert!(gm.scatter_with(&va, &[0u8; 256], &mut log, &known).is_err());
         assert!(log.runs().is_empty());
+    }
+
+    #[test]
+    fn a_fresh_allocation_is_known_by_its_requested_bytes_only() {
+        let gm = Gm::new(1 << 16).unwrap();
+        let mut known = Known::new(gm.known_epoch());
+        let area = gm.alloc_known(40).unwrap();
+        known.push(area);
+        let ten = ChipTensor::contiguous(area.start(), &[10], DType::Float32);
+        let mut log = WriteLog::new();
+        gm.scatter_with(&ten, &[1u8; 40], &mut log, &known).unwrap();
+        assert_eq!(log.runs()[0].buffer, area.start());
+        // The 64-byte rounding is padding: refused with or without the set.
+        let eleven = ChipTensor::contiguous(area.start(), &[11], DType::Float32);
+        let plain = gm.gather(&eleven, &mut [0u8; 44]).unwrap_err();
+        let with = gm.gather_with(&eleven, &mut [0u8; 44], &known).unwrap_err();
+        assert_eq!(with.to_string(), plain.to_string());
     }
 
     #[test]
