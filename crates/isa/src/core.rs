@@ -127,8 +127,8 @@ impl Core {
     /// (call after [`Core::reset`]): the dispatch's gathers and scatters
     /// inside them skip the allocator's lookup. Accesses elsewhere, or
     /// after a free that may have ended one of them, are checked in full.
-    pub fn know(&mut self, known: Known) {
-        self.known = known;
+    pub fn know(&mut self, known: &Known) {
+        self.known.assign(known);
     }
 
     /// Bytes in use in `buf`.

@@ -73,7 +73,7 @@ fn recycle(
     tensors: Vec<TaskTensor>,
     scalars: Vec<TaskScalar>,
     buffers: TaskBuffers,
-    known: Known,
+    known: &Known,
 ) -> Arc<Task> {
     if let Some(t) = prev.as_mut().and_then(Arc::get_mut) {
         t.renew(
@@ -157,6 +157,9 @@ pub struct Orchestrator<'r> {
     /// such argument lay in: argument `i` of a run's tasks is mostly a view
     /// of the same few buffers.
     last_alloc: [LastAlloc; 8],
+    /// The allocations of the task being submitted (`take_tensors`),
+    /// copied into it: built in place, not moved (see `Known::assign`).
+    known: Known,
     /// The kernels the last submit named and their members: the registry
     /// does not change during a run, and most submits repeat a kernel
     /// (measured, stop 23: ~230 instructions per flood task).
@@ -202,6 +205,7 @@ impl<'r> Orchestrator<'r> {
             waited: Duration::ZERO,
             scratch_deps: Vec::new(),
             last_alloc: Default::default(),
+            known: Known::default(),
             last_members: None,
             spare_scopes: Vec::new(),
             rec,
@@ -480,7 +484,7 @@ impl<'r> Orchestrator<'r> {
                 )
             })
             .unwrap_or_default();
-        let (tensors, buffers, outputs, known) = self.take_tensors(id, &args, spare)?;
+        let (tensors, buffers, outputs) = self.take_tensors(id, &args, spare)?;
         scalars.clear();
         scalars.extend(
             args.scalars
@@ -496,7 +500,7 @@ impl<'r> Orchestrator<'r> {
             tensors,
             scalars,
             buffers,
-            known,
+            &self.known,
         );
         self.shared
             .race
@@ -535,10 +539,10 @@ impl<'r> Orchestrator<'r> {
         id: TaskId,
         args: &TaskArgs,
         mut tensors: Vec<TaskTensor>,
-    ) -> Result<(Vec<TaskTensor>, TaskBuffers, Vec<Tensor>, Known), RuntimeError> {
+    ) -> Result<(Vec<TaskTensor>, TaskBuffers, Vec<Tensor>), RuntimeError> {
         // Read before the checks below: a free that could end an
         // allocation they find moves it (see `simpler_chip::Known`).
-        let mut known = Known::new(self.shared.gm.known_epoch());
+        self.known.restart(self.shared.gm.known_epoch());
         tensors.clear();
         tensors.reserve(args.tensors.len());
         let mut buffers = TaskBuffers::default();
@@ -563,7 +567,7 @@ impl<'r> Orchestrator<'r> {
                     })?;
                     // A non-empty span was just found in `last`'s allocation.
                     if let (false, Some(area)) = (span.is_empty(), last.known()) {
-                        known.push(area);
+                        self.known.push(area);
                     }
                     // Copied whole, then its derived fields (worked out from
                     // the source, not read back from the copy) set in place:
@@ -583,7 +587,7 @@ impl<'r> Orchestrator<'r> {
                 }
                 TensorArg::New(info) => {
                     let (t, b, area) = self.new_buffer(info, id)?;
-                    known.push(area);
+                    self.known.push(area);
                     b.retain();
                     buffers.push(b);
                     outputs.push(t);
@@ -596,7 +600,7 @@ impl<'r> Orchestrator<'r> {
             }
         }
 
-        Ok((tensors, buffers, outputs, known))
+        Ok((tensors, buffers, outputs))
     }
 
     /// Find the producers `task` waits for — creators of the tensors it

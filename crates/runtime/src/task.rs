@@ -254,7 +254,7 @@ impl Task {
         tensors: Vec<TaskTensor>,
         scalars: Vec<TaskScalar>,
         buffers: TaskBuffers,
-        known: Known,
+        known: &Known,
     ) -> Task {
         let d = Derived::of(&members, block_num, &tensors);
         let members_done = (0..members_done_len(&members, block_num))
@@ -270,7 +270,7 @@ impl Task {
             tensors,
             scalars,
             buffers,
-            known,
+            known: *known,
             fanin: AtomicU32::new(1),
             exec: CachePadded::new(Exec {
                 remaining: AtomicU32::new(d.subtasks),
@@ -302,7 +302,7 @@ impl Task {
         tensors: Vec<TaskTensor>,
         scalars: Vec<TaskScalar>,
         buffers: TaskBuffers,
-        known: Known,
+        known: &Known,
     ) {
         let d = Derived::of(&members, block_num, &tensors);
         let done_len = members_done_len(&members, block_num);
@@ -333,7 +333,7 @@ impl Task {
         *t_tensors = tensors;
         *t_scalars = scalars;
         *t_buffers = buffers;
-        *t_known = known;
+        t_known.assign(known);
         *fanin.get_mut() = 1;
         *exec.remaining.get_mut() = d.subtasks;
         *exec.blocks_sent.get_mut() = 0;
@@ -663,7 +663,7 @@ mod tests {
         ),
     ) -> Task {
         let known = Known::new(u64::from(p.3));
-        Task::new(p.0, p.1, p.2, p.3, p.4, p.5, TaskBuffers::default(), known)
+        Task::new(p.0, p.1, p.2, p.3, p.4, p.5, TaskBuffers::default(), &known)
     }
 
     #[test]
@@ -701,7 +701,7 @@ mod tests {
                     p.4,
                     p.5,
                     TaskBuffers::default(),
-                    Known::new(u64::from(p.3)),
+                    &Known::new(u64::from(p.3)),
                 );
                 assert_eq!(
                     format!("{:?}", *t),

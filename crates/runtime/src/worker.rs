@@ -503,7 +503,7 @@ impl Worker {
         }
         let slot = &self.shared.cores[cs.id as usize];
         cs.core.reset();
-        cs.core.know(item.task.known);
+        cs.core.know(&item.task.known);
         if self.shared.cost.is_some() {
             cs.core.start_recording();
         }
