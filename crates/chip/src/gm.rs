@@ -630,7 +630,7 @@ impl Gm {
     /// [`KernelError::GmOutOfBounds`] when its span is not inside a live
     /// allocation; a message when `dst` has the wrong length.
     pub fn gather(&self, view: &ChipTensor, dst: &mut [u8]) -> KResult<()> {
-        self.gather_with(view, dst, &Known::default())
+        self.gather_with(view, dst, &Known::NONE)
     }
 
     /// [`Gm::gather`] of a dispatch whose tensors' allocations are `known`.
@@ -697,7 +697,7 @@ impl Gm {
     /// # Errors
     /// As for [`Gm::scatter`] (nothing written, nothing logged).
     pub fn scatter_logged(&self, view: &ChipTensor, src: &[u8], log: &mut WriteLog) -> KResult<()> {
-        self.scatter_with(view, src, log, &Known::default())
+        self.scatter_with(view, src, log, &Known::NONE)
     }
 
     /// [`Gm::scatter_logged`] of a dispatch whose tensors' allocations are

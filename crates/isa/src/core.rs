@@ -119,7 +119,7 @@ impl Core {
     pub fn reset(&mut self) {
         self.bufs.reset();
         self.writes.clear();
-        self.known = Known::default();
+        self.known.clear();
     }
 
     /// The allocations of the coming dispatch's tensors, checked by the
