@@ -75,7 +75,8 @@ pub(crate) struct Cores {
     free: [AtomicU32; 3],
 }
 
-fn kind(s: Subtask) -> usize {
+/// Which idle list a core of subtask `s` goes to: [`AIC`] or [`AIV`].
+pub(crate) fn kind(s: Subtask) -> usize {
     if s == Subtask::Aic {
         AIC
     } else {

@@ -12,7 +12,7 @@ use simpler_isa::{
 };
 
 use crate::{
-    cores::{CoreState, Held, AIC, AIV, CLUSTER},
+    cores::{kind, CoreState, Held, AIC, AIV, CLUSTER},
     lookahead::Lookahead,
     payload,
     racecheck::DispatchWrites,
@@ -89,6 +89,10 @@ pub(crate) struct Worker {
     payload: Arc<Reserved>,
     /// Reused list of the cores a job holds.
     held: Vec<Held>,
+    /// The core of the last one-core block, kept for a next block of its
+    /// kind (see [`Worker::next_job`]): a block after block on the same
+    /// core takes and puts back nothing under the cores' lock.
+    kept: Option<Held>,
     /// The running block's timeline records (the first `n_logged`, by
     /// member; recording only), each built in place and filed once, and
     /// their costs (`--predict`). Kept here, not per block: an array of
@@ -116,6 +120,7 @@ impl Worker {
             shared,
             me,
             held: Vec::with_capacity(3),
+            kept: None,
             logged: [Dispatched::EMPTY; 3],
             costs: [None; 3],
             n_logged: 0,
@@ -148,6 +153,7 @@ impl Worker {
         let shared = self.shared.clone();
         loop {
             if shared.forced() {
+                self.put_kept();
                 return true;
             }
             if let Some((job, queued)) = self.next_job() {
@@ -164,6 +170,7 @@ impl Worker {
                 }
                 continue;
             }
+            // `next_job` found nothing: it kept no core.
             if shared.shutdown.load(Ordering::SeqCst) {
                 return true;
             }
@@ -182,10 +189,19 @@ impl Worker {
     /// Pop a ready block with the cores to run it on: MIX blocks first
     /// (they need a whole idle cluster), then AIC, then AIV; and whether
     /// its queue held more.
+    ///
+    /// A core kept from the last block runs the next block of its kind;
+    /// it goes back before anything else is taken, and whenever there is
+    /// no job, so a worker never idles or spins holding a core, and MIX
+    /// blocks still find their cluster whole.
     fn next_job(&mut self) -> Option<(Job, bool)> {
-        let s = &self.shared;
+        let (s, kept) = (&*self.shared, &mut self.kept);
         if s.aborted() {
+            put_kept(s, kept);
             return None;
+        }
+        if !s.ready.is_empty(CLUSTER) {
+            put_kept(s, kept);
         }
         if s.logical.has_free(CLUSTER) && !s.ready.is_empty(CLUSTER) {
             if let Some(cl) = s.logical.take_cluster() {
@@ -196,7 +212,19 @@ impl Worker {
             }
         }
         for what in [AIC, AIV] {
-            if s.logical.has_free(what) && !s.ready.is_empty(what) {
+            if s.ready.is_empty(what) {
+                continue;
+            }
+            if let Some(core) = kept.take() {
+                if kind(core.subtask) == what {
+                    if let Some(item) = s.ready.pop(what) {
+                        return Some((Job::One(item, core), !s.ready.is_empty(what)));
+                    }
+                }
+                *kept = Some(core);
+            }
+            if s.logical.has_free(what) {
+                put_kept(s, kept);
                 if let Some(core) = s.logical.take(what) {
                     match s.ready.pop(what) {
                         Some(item) => return Some((Job::One(item, core), !s.ready.is_empty(what))),
@@ -205,12 +233,20 @@ impl Worker {
                 }
             }
         }
+        put_kept(s, kept);
         None
     }
 
+    /// Put back the kept core, if any.
+    fn put_kept(&mut self) {
+        put_kept(&self.shared, &mut self.kept);
+    }
+
     /// Run a job's dispatches (a MIX block's members one after another,
-    /// each on its own core of the held cluster), put the cores back and
-    /// complete the subtasks; false when abandoned inside a kernel.
+    /// each on its own core of the held cluster), put the cores back — a
+    /// one-core block's that ran is kept for the next block instead (see
+    /// [`Worker::next_job`]) — and complete the subtasks; false when
+    /// abandoned inside a kernel.
     fn run_job(&mut self, shared: &Shared, job: Job) -> bool {
         let mut held = std::mem::take(&mut self.held);
         let item = match job {
@@ -229,7 +265,14 @@ impl Worker {
             (self.n_logged, self.costs) = (0, [None; 3]);
         }
         let done = self.run_members(shared, &item, &mut held, &mut runs);
-        shared.logical.put(held.drain(..));
+        if matches!(done, Members::Ran) && held.len() == 1 {
+            // A MIX job may have run while a core was kept: back it goes.
+            if let Some(old) = std::mem::replace(&mut self.kept, held.pop()) {
+                shared.logical.put([old]);
+            }
+        } else {
+            shared.logical.put(held.drain(..));
+        }
         self.held = held;
         match done {
             Members::Ran => {
@@ -538,6 +581,13 @@ impl Worker {
             start,
             end,
         })
+    }
+}
+
+/// Put `kept`'s core back into the idle cores, if it holds one.
+fn put_kept(shared: &Shared, kept: &mut Option<Held>) {
+    if let Some(core) = kept.take() {
+        shared.logical.put([core]);
     }
 }
 

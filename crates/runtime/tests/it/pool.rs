@@ -19,13 +19,22 @@ use simpler_runtime::{
 /// on different workers to overlap in time, so that a broken exclusion
 /// would show in the timeline.
 fn busy(_core: &mut Core, args: &Args) -> KResult<()> {
-    let n = args.scalar_u64(0)?;
+    spin(args.scalar_u64(0)?);
+    Ok(())
+}
+
+/// [`busy`] for a task whose slot 0 is a tensor: the count is in slot 1.
+fn busy_after_tensor(_core: &mut Core, args: &Args) -> KResult<()> {
+    spin(args.scalar_u64(1)?);
+    Ok(())
+}
+
+fn spin(n: u64) {
     let mut x = 0u64;
     for i in 0..n {
         x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
     }
     std::hint::black_box(x);
-    Ok(())
 }
 
 /// Names of the threads that ran `affine` (per test binary; only the
@@ -55,6 +64,8 @@ fn kernels() -> Vec<KernelDef> {
         KernelDef::new(0, "busy_aiv", CoreType::Aiv, busy),
         KernelDef::new(1, "busy_aic", CoreType::Aic, busy),
         KernelDef::new(2, "affine", CoreType::Aiv, affine),
+        KernelDef::new(3, "busy_aiv_t", CoreType::Aiv, busy_after_tensor),
+        KernelDef::new(4, "busy_aic_t", CoreType::Aic, busy_after_tensor),
     ]
 }
 
@@ -207,5 +218,50 @@ fn a_worker_count_outside_1_to_256_is_refused() {
             e,
             RuntimeError::Config(format!("--workers {workers} is outside 1..=256"))
         );
+    }
+}
+
+/// Stop 26: a worker keeps the core of a one-core block for its next
+/// block of that kind. It must put it back when a MIX block waits and
+/// before it idles: here two AIV blocks run on the one cluster's two AIV
+/// cores, and only then is the MIX block that reads their output ready —
+/// it needs the whole cluster, so a kept core never given back stalls the
+/// run until its timeout (checked: without both give-backs in
+/// `Worker::next_job` one worker times out).
+#[test]
+fn a_kept_core_goes_back_before_its_worker_idles() {
+    for workers in [1, 2, 3] {
+        let rt = Runtime::new(
+            RuntimeConfig {
+                clusters: 1,
+                workers,
+                gm_bytes: 1 << 20,
+                timeout: Some(Duration::from_secs(30)),
+                ..Default::default()
+            },
+            kernels(),
+        )
+        .unwrap();
+        let x = rt.alloc_tensor(&[2, 16], DType::Float32).unwrap();
+        let report = rt
+            .run(&OrchArgs::new().tensor(x), |o, a| {
+                let x = a.tensor_at(0)?;
+                for rep in 0..4u64 {
+                    for r in 0..2 {
+                        let half = x.view(&[r, 0], &[1, 16])?;
+                        let args = TaskArgs::new().output_existing(&half);
+                        o.submit(Kernels::Aiv(3), args.scalar_u64(2_000_000 + rep))?;
+                    }
+                    let mix = Kernels::Mix {
+                        aic: Some(4),
+                        aiv0: Some(3),
+                        aiv1: Some(3),
+                    };
+                    o.submit(mix, TaskArgs::new().input(&x).scalar_u64(1_000))?;
+                }
+                Ok(())
+            })
+            .unwrap_or_else(|e| panic!("{workers} workers: {e}"));
+        assert_eq!(report.dispatches, 4 * (2 + 3), "{workers} workers");
     }
 }
