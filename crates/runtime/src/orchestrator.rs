@@ -120,6 +120,23 @@ fn tracked(role: ArgRole) -> bool {
     !matches!(role, ArgRole::NoDep | ArgRole::Output)
 }
 
+/// True when no two tracked tensors lie in one buffer (compared by
+/// address: the TensorMap's key).
+fn one_per_buffer(tensors: &[TaskTensor]) -> bool {
+    let mut rest = tensors;
+    while let Some((a, tail)) = rest.split_first() {
+        if tracked(a.role)
+            && tail
+                .iter()
+                .any(|b| tracked(b.role) && b.desc.addr == a.desc.addr)
+        {
+            return false;
+        }
+        rest = tail;
+    }
+    true
+}
+
 fn access(role: ArgRole) -> Access {
     Access {
         read: role.reads(),
@@ -239,16 +256,26 @@ impl<'r> Orchestrator<'r> {
         self.scopes.len() - 1
     }
 
+    /// Inlined, with the error built out of line: called, it cost ~20
+    /// instructions a submit, most of them saving registers for the
+    /// error's formatting (callgrind, stop 26).
+    #[inline]
     fn check_abort(&self) -> Result<(), RuntimeError> {
         if self.shared.aborted() {
-            let why = self
-                .shared
-                .error()
-                .map(|e| e.to_string())
-                .unwrap_or_else(|| "stopped".into());
-            return Err(RuntimeError::Aborted(why));
+            return Err(self.abort_error());
         }
         Ok(())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn abort_error(&self) -> RuntimeError {
+        let why = self
+            .shared
+            .error()
+            .map(|e| e.to_string())
+            .unwrap_or_else(|| "stopped".into());
+        RuntimeError::Aborted(why)
     }
 
     /// Block (parked, no spinning) until `done()` holds, the run aborts or
@@ -621,14 +648,25 @@ impl<'r> Orchestrator<'r> {
                 }
             }
         };
+        // The task itself is not in its slot yet.
+        let live = |id: &TaskId| *id == task.id || lookup(rings, window, *id).is_some();
+        // With one tracked tensor per buffer, each access looks its
+        // buffer up once, for its edges and its entry together; otherwise
+        // every edge is taken before any entry is made (a tensor's entry
+        // would hide from a later tensor of the same buffer the entries
+        // it evicted).
+        let one_pass = one_per_buffer(&task.tensors);
         for t in task.tensors.iter().filter(|t| tracked(t.role)) {
             take(&t.desc.owner_task_id);
-            // `take_tensors` set every tracked descriptor's span. Made
-            // again below rather than kept: a region copied right after it
-            // was built stalled on its own narrow writes (perf, stop 24).
-            if let Some(r) = &Region::of_spanned(&t.desc) {
+            // `take_tensors` set every tracked descriptor's span.
+            if let Some(r) = Region::of_spanned(&t.desc) {
                 // `take` filters out finished tasks.
-                self.map.deps_of(t.desc.addr, r, access(t.role), &mut take);
+                let (addr, a) = (t.desc.addr, access(t.role));
+                if one_pass {
+                    self.map.access_of(addr, r, a, task.id, &mut take, live);
+                } else {
+                    self.map.deps_of(addr, &r, a, &mut take);
+                }
             }
         }
         for a in after {
@@ -641,9 +679,9 @@ impl<'r> Orchestrator<'r> {
             .collect();
         ids.sort_unstable();
         self.edges += ids.len() as u64;
-        // The task itself is not in its slot yet.
-        let live = |id: &TaskId| *id == task.id || lookup(rings, window, *id).is_some();
-        for t in task.tensors.iter().filter(|t| tracked(t.role)) {
+        for t in task.tensors.iter().filter(|t| !one_pass && tracked(t.role)) {
+            // Made again rather than kept: a region copied right after it
+            // was built stalled on its own narrow writes (perf, stop 24).
             if let Some(r) = Region::of_spanned(&t.desc) {
                 self.map
                     .register_of(t.desc.addr, r, access(t.role), task.id, live);

@@ -72,6 +72,42 @@ struct Lists<T> {
     readers: Index<T>,
 }
 
+impl<T: Clone> Lists<T> {
+    /// Pass `dep` the entries an access of `r` must wait for.
+    #[inline]
+    fn deps(&mut self, r: &Region, access: Access, mut dep: impl FnMut(&T)) {
+        if access.read || access.write {
+            self.writers.overlapping(r, &mut dep);
+        }
+        if access.write {
+            self.readers.overlapping(r, &mut dep);
+        }
+    }
+
+    /// Record `who`'s access of `r`: a writer first evicts the entries
+    /// it covers. Then retire finished entries.
+    #[inline]
+    fn register(
+        &mut self,
+        r: Region,
+        access: Access,
+        who: T,
+        live: impl Fn(&T) -> bool,
+        scratch: &mut Vec<usize>,
+    ) {
+        if access.write {
+            self.writers.evict_covered(&r, scratch);
+            self.readers.evict_covered(&r, scratch);
+            self.writers.insert(r, who.clone());
+        }
+        if access.read {
+            self.readers.insert(r, who);
+        }
+        self.writers.retire(&live);
+        self.readers.retire(&live);
+    }
+}
+
 impl<T> Default for Lists<T> {
     fn default() -> Self {
         Lists {
@@ -130,16 +166,10 @@ impl<T: Clone> TensorMap<T> {
         addr: u64,
         r: &Region,
         access: Access,
-        mut dep: impl FnMut(&T),
+        dep: impl FnMut(&T),
     ) {
-        let Some(l) = self.by_buffer.get_mut(&addr) else {
-            return;
-        };
-        if access.read || access.write {
-            l.writers.overlapping(r, &mut dep);
-        }
-        if access.write {
-            l.readers.overlapping(r, &mut dep);
+        if let Some(l) = self.by_buffer.get_mut(&addr) {
+            l.deps(r, access, dep);
         }
     }
 
@@ -166,21 +196,41 @@ impl<T: Clone> TensorMap<T> {
         who: T,
         live: impl Fn(&T) -> bool,
     ) {
+        let (l, scratch) = self.lists(addr);
+        l.register(r, access, who, live, scratch);
+    }
+
+    /// [`TensorMap::deps_of`] then [`TensorMap::register_of`] for one
+    /// access, with one hash lookup and one region. The same as the two
+    /// calls when nothing else registers on `addr` in between — for a
+    /// task, when no other tensor of it lies in the same buffer (a later
+    /// one would meet this one's entry, not the entries it evicted);
+    /// a proptest compares the two on random task sequences.
+    #[inline]
+    pub(crate) fn access_of(
+        &mut self,
+        addr: u64,
+        r: Region,
+        access: Access,
+        who: T,
+        dep: impl FnMut(&T),
+        live: impl Fn(&T) -> bool,
+    ) {
+        let (l, scratch) = self.lists(addr);
+        l.deps(&r, access, dep);
+        l.register(r, access, who, live, scratch);
+    }
+
+    /// The lists of `addr` (a spare pair, or new ones, when it has none)
+    /// and the eviction scratch.
+    #[inline]
+    fn lists(&mut self, addr: u64) -> (&mut Lists<T>, &mut Vec<usize>) {
         let spare = &mut self.spare;
         let l = self
             .by_buffer
             .entry(addr)
             .or_insert_with(|| spare.pop().unwrap_or_default());
-        if access.write {
-            l.writers.evict_covered(&r, &mut self.scratch);
-            l.readers.evict_covered(&r, &mut self.scratch);
-            l.writers.insert(r, who.clone());
-        }
-        if access.read {
-            l.readers.insert(r, who);
-        }
-        l.writers.retire(&live);
-        l.readers.retire(&live);
+        (l, &mut self.scratch)
     }
 
     /// Forget a buffer (it was freed; its address may be reused).
