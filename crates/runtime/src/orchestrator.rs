@@ -88,13 +88,13 @@ fn recycle(
 
 /// The limits of one task's arguments (DESIGN §4).
 fn check_limits(args: &TaskArgs) -> Result<(), RuntimeError> {
-    if args.tensors.len() > MAX_TENSORS {
-        return Err(RuntimeError::TooManyTensors(args.tensors.len()));
+    if args.lists.tensors.len() > MAX_TENSORS {
+        return Err(RuntimeError::TooManyTensors(args.lists.tensors.len()));
     }
-    if args.scalars.len() > MAX_SCALARS {
-        return Err(RuntimeError::TooManyScalars(args.scalars.len()));
+    if args.lists.scalars.len() > MAX_SCALARS {
+        return Err(RuntimeError::TooManyScalars(args.lists.scalars.len()));
     }
-    if args.block_num == 0 {
+    if args.lists.block_num == 0 {
         return Err(RuntimeError::InvalidSubmit(
             "block_num must be at least 1".into(),
         ));
@@ -102,12 +102,25 @@ fn check_limits(args: &TaskArgs) -> Result<(), RuntimeError> {
     Ok(())
 }
 
+/// `n` modulo the task window: a mask for a power of two (the default
+/// window), which saves a division on every submit, lookup and retired
+/// entry (several per task; a division takes tens of cycles).
+#[inline(always)]
+fn wrap(n: usize, window: u32) -> usize {
+    let w = window as usize;
+    if w.is_power_of_two() {
+        n & (w - 1)
+    } else {
+        n % w
+    }
+}
+
 /// The task `id` names, while it is in its slot and not finished. A task
 /// whose slot was reused is finished (a slot is reused only then), and is
 /// known so without touching it.
 fn lookup(rings: &[Ring], window: u32, id: TaskId) -> Option<&Arc<Task>> {
     let ring = rings.get(id.ring() as usize)?;
-    let k = (id.local() % window) as usize;
+    let k = wrap(id.local() as usize, window);
     if ring.ids[k] != id {
         return None;
     }
@@ -352,10 +365,10 @@ impl<'r> Orchestrator<'r> {
     /// far, whose lines asked for then have arrived.
     fn prefetch_ahead(&self, ring: usize, slot: usize) {
         let slots = &self.rings[ring].slots;
-        if let Some(t) = &slots[(slot + PREFETCH_AHEAD) % slots.len()] {
+        if let Some(t) = &slots[wrap(slot + PREFETCH_AHEAD, self.window)] {
             Task::prefetch(t);
         }
-        if let Some(t) = &slots[(slot + PREFETCH_AHEAD / 2) % slots.len()] {
+        if let Some(t) = &slots[wrap(slot + PREFETCH_AHEAD / 2, self.window)] {
             Task::prefetch_tensors(t);
         }
     }
@@ -476,7 +489,7 @@ impl<'r> Orchestrator<'r> {
         let ring = self.scope_depth().min(MAX_RINGS - 1);
         let local = self.rings[ring].next_local;
         let id = TaskId::new(ring as u32, local);
-        let slot = (local % self.window) as usize;
+        let slot = wrap(local as usize, self.window);
         self.prefetch_ahead(ring, slot);
         // Back-pressure: the slot's previous occupant must have completed.
         // Once blocked, wait for an eighth of the window (the occupant of
@@ -489,7 +502,7 @@ impl<'r> Orchestrator<'r> {
             .filter(|p| !p.is_complete())
             .cloned();
         if let Some(prev) = busy {
-            let k = (slot + (self.window / 8) as usize) % self.window as usize;
+            let k = wrap(slot + (self.window / 8) as usize, self.window);
             let ahead = self.rings[ring].slots[k].clone();
             let marked = self.shared.counters.marked.load(Ordering::Acquire);
             let target = (marked + u64::from(self.window / 8)).min(self.submitted);
@@ -514,7 +527,7 @@ impl<'r> Orchestrator<'r> {
         let (tensors, buffers, outputs) = self.take_tensors(id, &args, spare)?;
         scalars.clear();
         scalars.extend(
-            args.scalars
+            args.lists.scalars
                 .iter()
                 .map(|&(scalar, marked)| TaskScalar { scalar, marked }),
         );
@@ -523,7 +536,7 @@ impl<'r> Orchestrator<'r> {
             id,
             kernels,
             members,
-            args.block_num,
+            args.lists.block_num,
             tensors,
             scalars,
             buffers,
@@ -534,7 +547,7 @@ impl<'r> Orchestrator<'r> {
             .on_submit(&task.race, || self.outstanding().map(|t| &**t).collect());
         self.submitted += 1;
 
-        let dep_ids = self.wire(&task, &args.after);
+        let dep_ids = self.wire(&task, &args.lists.after);
         self.rings[ring].slots[slot] = Some(task.clone());
         self.rings[ring].ids[slot] = id;
         self.rings[ring].next_local = local.wrapping_add(1);
@@ -547,7 +560,7 @@ impl<'r> Orchestrator<'r> {
         let mut queued = 0;
         if let (Some(r), Some(t0)) = (&mut self.rec, t0) {
             let depth = self.scopes.len() as u32 - 1;
-            queued = r.submitted(&task, &args.after, depth, t0);
+            queued = r.submitted(&task, &args.lists.after, depth, t0);
         }
         if task.release_fanin() {
             self.shared.push_ready_at(task, true, queued);
@@ -571,10 +584,10 @@ impl<'r> Orchestrator<'r> {
         // allocation they find moves it (see `simpler_chip::Known`).
         self.known.restart(self.shared.gm.known_epoch());
         tensors.clear();
-        tensors.reserve(args.tensors.len());
+        tensors.reserve(args.lists.tensors.len());
         let mut buffers = TaskBuffers::default();
         let mut outputs = Vec::new();
-        for (i, (arg, dump)) in args.tensors.iter().enumerate() {
+        for (i, (arg, dump)) in args.lists.tensors.iter().enumerate() {
             match arg {
                 TensorArg::Existing(t, role) => {
                     let src = t.desc();

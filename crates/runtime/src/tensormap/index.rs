@@ -182,19 +182,24 @@ impl<T> Index<T> {
 
     #[inline(never)]
     fn retire_front(&mut self, live: &impl Fn(&T) -> bool) {
-        while let Some(e) = self.entries.front() {
+        // Counted, then dropped at once: popped one by one, each entry
+        // was moved out and the deque's head rewrapped (callgrind, stop
+        // 26: ~25 instructions an entry).
+        let mut n = 0;
+        for e in &self.entries {
             if e.who.as_ref().is_some_and(live) {
                 break;
             }
             if e.who.is_some() {
                 self.held -= 1;
                 if let Some(set) = &mut self.by_start {
-                    set.remove(&(e.region.start, self.base));
+                    set.remove(&(e.region.start, self.base + n as u64));
                 }
             }
-            self.entries.pop_front();
-            self.base += 1;
+            n += 1;
         }
+        self.entries.drain(..n);
+        self.base += n as u64;
         if self.entries.is_empty() {
             self.clear();
             return;
