@@ -133,23 +133,6 @@ fn tracked(role: ArgRole) -> bool {
     !matches!(role, ArgRole::NoDep | ArgRole::Output)
 }
 
-/// True when no two tracked tensors lie in one buffer (compared by
-/// address: the TensorMap's key).
-fn one_per_buffer(tensors: &[TaskTensor]) -> bool {
-    let mut rest = tensors;
-    while let Some((a, tail)) = rest.split_first() {
-        if tracked(a.role)
-            && tail
-                .iter()
-                .any(|b| tracked(b.role) && b.desc.addr == a.desc.addr)
-        {
-            return false;
-        }
-        rest = tail;
-    }
-    true
-}
-
 fn access(role: ArgRole) -> Access {
     Access {
         read: role.reads(),
@@ -663,23 +646,16 @@ impl<'r> Orchestrator<'r> {
         };
         // The task itself is not in its slot yet.
         let live = |id: &TaskId| *id == task.id || lookup(rings, window, *id).is_some();
-        // With one tracked tensor per buffer, each access looks its
-        // buffer up once, for its edges and its entry together; otherwise
-        // every edge is taken before any entry is made (a tensor's entry
-        // would hide from a later tensor of the same buffer the entries
-        // it evicted).
-        let one_pass = one_per_buffer(&task.tensors);
         for t in task.tensors.iter().filter(|t| tracked(t.role)) {
             take(&t.desc.owner_task_id);
             // `take_tensors` set every tracked descriptor's span.
             if let Some(r) = Region::of_spanned(&t.desc) {
-                // `take` filters out finished tasks.
+                // Edges and entry with one lookup of the buffer: the same
+                // edges as taking every tensor's before making any entry
+                // (see `TensorMap::access_of`). `take` filters out
+                // finished tasks and this one.
                 let (addr, a) = (t.desc.addr, access(t.role));
-                if one_pass {
-                    self.map.access_of(addr, r, a, task.id, &mut take, live);
-                } else {
-                    self.map.deps_of(addr, &r, a, &mut take);
-                }
+                self.map.access_of(addr, r, a, task.id, &mut take, live);
             }
         }
         for a in after {
@@ -692,14 +668,6 @@ impl<'r> Orchestrator<'r> {
             .collect();
         ids.sort_unstable();
         self.edges += ids.len() as u64;
-        for t in task.tensors.iter().filter(|t| !one_pass && tracked(t.role)) {
-            // Made again rather than kept: a region copied right after it
-            // was built stalled on its own narrow writes (perf, stop 24).
-            if let Some(r) = Region::of_spanned(&t.desc) {
-                self.map
-                    .register_of(t.desc.addr, r, access(t.role), task.id, live);
-            }
-        }
         deps.clear();
         self.scratch_deps = deps;
         ids
@@ -828,6 +796,24 @@ impl<'r> Orchestrator<'r> {
     pub(crate) fn close_all_scopes(&mut self) {
         while !self.scopes.is_empty() {
             self.close_scope();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::wrap;
+
+    proptest! {
+        /// The mask for a power of two is the remainder, and so is the
+        /// division for any other window.
+        #[test]
+        fn wrap_is_the_remainder(n in any::<u32>(), shift in 1u32..31, window in 2u32..100_000) {
+            let pow2 = 1u32 << shift;
+            prop_assert_eq!(wrap(n as usize, pow2), (n % pow2) as usize);
+            prop_assert_eq!(wrap(n as usize, window), (n % window) as usize);
         }
     }
 }

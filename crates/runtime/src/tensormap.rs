@@ -201,11 +201,13 @@ impl<T: Clone> TensorMap<T> {
     }
 
     /// [`TensorMap::deps_of`] then [`TensorMap::register_of`] for one
-    /// access, with one hash lookup and one region. The same as the two
-    /// calls when nothing else registers on `addr` in between — for a
-    /// task, when no other tensor of it lies in the same buffer (a later
-    /// one would meet this one's entry, not the entries it evicted);
-    /// a proptest compares the two on random task sequences.
+    /// access, with one hash lookup and one region. For a task with
+    /// several accesses, calling this once per access gives the task the
+    /// same edges as taking every access's edges before making any entry,
+    /// and leaves the same entries: an entry a writer evicts is one it
+    /// overlaps, so its edge is already taken, and the task's own entries
+    /// give no edge (`dep` must skip them, as the orchestrator's does: the
+    /// task is not in its slot yet). A proptest compares the two.
     #[inline]
     pub(crate) fn access_of(
         &mut self,
@@ -511,8 +513,79 @@ mod tests {
         Ok(())
     }
 
+    /// Run `tasks` through two maps — one taking every edge of a task
+    /// before making any of its entries (`deps_of`, then `register_of`),
+    /// the other with `access_of` per access, skipping the task's own
+    /// entries — and check that they give every task the same edges and
+    /// hold the same entries. Tasks finish at random, as in
+    /// [`check_ordering`].
+    fn check_one_pass(tasks: &[(Vec<Acc>, Vec<prop::sample::Index>)]) -> Result<(), TestCaseError> {
+        let (mut general, mut one_pass) = (TensorMap::<u32>::new(), TensorMap::<u32>::new());
+        let mut done = vec![false; tasks.len()];
+        let mut edges: Vec<Vec<usize>> = Vec::new();
+        for (j, (accs, finish)) in tasks.iter().enumerate() {
+            for pick in finish.iter().filter(|_| j > 0).map(|i| i.index(j)) {
+                if !done[pick] && edges[pick].iter().all(|&d| done[d]) {
+                    done[pick] = true;
+                }
+            }
+            let live = |&x: &u32| !done[x as usize];
+            let tracked: Vec<(Region, u64, Access)> = accs
+                .iter()
+                .filter_map(|a| Some((Region::of(&a.view)?, a.view.addr, a.access?)))
+                .collect();
+            let (mut want, mut got) = (BTreeSet::new(), BTreeSet::new());
+            for (r, addr, acc) in &tracked {
+                general.deps_of(*addr, r, *acc, |&x| {
+                    if live(&x) {
+                        want.insert(x as usize);
+                    }
+                });
+            }
+            for (r, addr, acc) in &tracked {
+                general.register_of(*addr, *r, *acc, j as u32, live);
+            }
+            for (r, addr, acc) in &tracked {
+                let dep = |&x: &u32| {
+                    if live(&x) && x as usize != j {
+                        got.insert(x as usize);
+                    }
+                };
+                one_pass.access_of(*addr, *r, *acc, j as u32, dep, live);
+            }
+            prop_assert_eq!(&got, &want, "task {}'s edges", j);
+            prop_assert_eq!(one_pass.len(), general.len(), "entries after task {}", j);
+            edges.push(want.into_iter().collect());
+        }
+        // Same entries: every later access of every buffer meets the same tasks.
+        for a in tasks.iter().flat_map(|(accs, _)| accs) {
+            for acc in [READ, WRITE, INOUT] {
+                let (mut x, mut y) = (Vec::new(), Vec::new());
+                general.deps(&a.view, acc, |&t| x.push(t));
+                one_pass.deps(&a.view, acc, |&t| y.push(t));
+                x.sort_unstable();
+                y.sort_unstable();
+                prop_assert_eq!(x, y, "entries met by {:?}", a.view);
+            }
+        }
+        Ok(())
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(400))]
+
+        /// `access_of` against `deps_of` then `register_of`, on random
+        /// task sequences (several accesses of one buffer in a task, too)
+        /// with random completions.
+        #[test]
+        fn one_pass_per_access_is_the_general_path(
+            tasks in proptest::collection::vec(
+                (proptest::collection::vec(access_strategy(), 1..5),
+                 proptest::collection::vec(any::<prop::sample::Index>(), 0..3)),
+                1..150),
+        ) {
+            check_one_pass(&tasks)?;
+        }
 
         /// Random task sequences on two buffers, with random completions.
         #[test]

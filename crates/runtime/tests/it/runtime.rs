@@ -253,6 +253,42 @@ at_1_and_n!(inout_chain_serialises, |rt| {
     assert_eq!(f32s(&rt, &x), vec![300.0; 64]);
 });
 
+at_1_and_n!(a_task_window_of_five_reuses_its_slots_in_order, |rt| {
+    // Five is no power of two: slots come from a division, not a mask.
+    // 203 tasks wrap the ring 40 times; each waits for the one before.
+    let rt = Runtime::new(
+        RuntimeConfig {
+            task_window: 5,
+            ..rt.config().clone()
+        },
+        kernels(),
+    )
+    .unwrap();
+    GATES[1].store(true, Ordering::Release);
+    let x = rt.alloc_tensor(&[64], DType::Float32).unwrap();
+    let mut got: Vec<(TaskId, Vec<TaskId>)> = Vec::new();
+    let report = rt
+        .run(&OrchArgs::new().tensor(x), |o, a| {
+            let x = a.tensor_at(0)?;
+            for _ in 0..203 {
+                let s = o.submit(Kernels::Aiv(0), TaskArgs::new().inout(&x).scalar_u64(1))?;
+                got.push((s.task_id, s.deps));
+            }
+            Ok(())
+        })
+        .unwrap();
+    for (i, (id, deps)) in got.iter().enumerate() {
+        assert_eq!(*id, TaskId::new(0, i as u32));
+        // The one before, unless it had already finished.
+        assert!(
+            deps.is_empty() || (i > 0 && deps == &[got[i - 1].0]),
+            "task {i}: {deps:?}"
+        );
+    }
+    assert!(report.peak_live_tasks <= 5, "{}", report.peak_live_tasks);
+    assert_eq!(f32s(&rt, &x), vec![203.0; 64]);
+});
+
 at_1_and_n!(reclamation_bounds_slots_and_gm, |rt| {
     let rt = Runtime::new(
         RuntimeConfig {

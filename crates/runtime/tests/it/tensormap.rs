@@ -1,10 +1,19 @@
 //! The TensorMap through the public API: overlap of raw descriptors, and
 //! the frontier as `submit` reports it (issue 11).
 
-use std::sync::atomic::Ordering;
+use std::{
+    collections::BTreeSet,
+    sync::atomic::{AtomicBool, Ordering},
+    time::Duration,
+};
 
-use simpler_core::{ChipTensor, DType};
-use simpler_runtime::{tensormap, Kernels, OrchArgs, TaskArgs, TaskId};
+use proptest::prelude::*;
+use simpler_core::{topology::CoreType, ChipTensor, DType};
+use simpler_isa::{Args, Core, KResult};
+use simpler_runtime::{
+    tensormap::{self, Access, TensorMap},
+    KernelDef, Kernels, OrchArgs, Runtime, RuntimeConfig, TaskArgs, TaskId,
+};
 
 use crate::runtime::{runtime, GATES};
 
@@ -71,4 +80,109 @@ fn issue_11_an_inout_chain_waits_for_its_last_link_only() {
     let v: Vec<f32> = rt.download_pod(&x).unwrap();
     assert!(v[..16].iter().all(|&e| e == 40.0), "{v:?}");
     assert!(v[16..].iter().all(|&e| e == 30.0), "{v:?}");
+}
+
+/// Holds every task of [`submit_reports_the_general_paths_edges`] until
+/// the orchestration has submitted them all.
+static HOLD: AtomicBool = AtomicBool::new(false);
+
+fn held(_core: &mut Core, _args: &Args) -> KResult<()> {
+    while !HOLD.load(Ordering::Acquire) {
+        std::thread::sleep(Duration::from_micros(100));
+    }
+    Ok(())
+}
+
+/// How a task touches a view (`None`: `no_dep`).
+fn role_access(role: u8) -> Option<Access> {
+    let (read, write) = match role {
+        0 => (true, false),
+        1 => (true, true),
+        2 => (false, true),
+        _ => return None,
+    };
+    Some(Access { read, write })
+}
+
+/// One tensor argument: buffer, box (row, column, height, width), role.
+fn arg() -> impl Strategy<Value = (usize, [u32; 4], u8)> {
+    (0usize..2, [0u32..6, 0u32..6, 1u32..4, 1u32..4], 0u8..4)
+        .prop_map(|(b, [r, c, h, w], role)| (b, [r, c, h.min(6 - r), w.min(6 - c)], role))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// `submit`'s edges, with every task still running, are those of the
+    /// general path — every edge of a task taken before any of its
+    /// entries is made — run on a TensorMap of our own. `submit` takes
+    /// each tensor's edges and makes its entry in one pass, tasks with
+    /// several tensors in one buffer included.
+    #[test]
+    fn submit_reports_the_general_paths_edges(
+        tasks in prop::collection::vec(prop::collection::vec(arg(), 1..4), 1..30)
+    ) {
+        HOLD.store(false, Ordering::Release);
+        let rt = Runtime::new(
+            RuntimeConfig {
+                clusters: 2,
+                sched_threads: 1,
+                workers: 2,
+                gm_bytes: 1 << 20,
+                timeout: Some(Duration::from_secs(60)),
+                ..Default::default()
+            },
+            vec![KernelDef::new(0, "held", CoreType::Aiv, held)],
+        )
+        .unwrap();
+        let bufs = [
+            rt.alloc_tensor(&[6, 6], DType::Float32).unwrap(),
+            rt.alloc_tensor(&[6, 6], DType::Float32).unwrap(),
+        ];
+        let mut got: Vec<(TaskId, Vec<TaskId>)> = Vec::new();
+        rt.run(&OrchArgs::new().tensor(bufs[0]).tensor(bufs[1]), |o, _| {
+            let mut submit_all = || {
+                for task in &tasks {
+                    let mut args = TaskArgs::new();
+                    for &(b, [r, c, h, w], role) in task {
+                        let v = bufs[b].view(&[r, c], &[h, w])?;
+                        args = match role {
+                            0 => args.input(&v),
+                            1 => args.inout(&v),
+                            2 => args.output_existing(&v),
+                            _ => args.no_dep(&v),
+                        };
+                    }
+                    let s = o.submit(Kernels::Aiv(0), args)?;
+                    got.push((s.task_id, s.deps));
+                }
+                Ok(())
+            };
+            let r = submit_all();
+            HOLD.store(true, Ordering::Release);
+            r
+        })
+        .unwrap();
+        let mut model: TensorMap<usize> = TensorMap::new();
+        for (j, task) in tasks.iter().enumerate() {
+            let tracked: Vec<(ChipTensor, Access)> = task
+                .iter()
+                .filter_map(|&(b, [r, c, h, w], role)| {
+                    let v = *bufs[b].view(&[r, c], &[h, w]).unwrap().desc();
+                    Some((v, role_access(role)?))
+                })
+                .collect();
+            let mut want = BTreeSet::new();
+            for (v, a) in &tracked {
+                model.deps(v, *a, |&i| {
+                    want.insert(got[i].0);
+                });
+            }
+            for (v, a) in &tracked {
+                model.register(v, *a, j, |_| true);
+            }
+            let want: Vec<TaskId> = want.into_iter().collect();
+            prop_assert_eq!(&got[j].1, &want, "task {} {:?}", j, task);
+        }
+    }
 }
