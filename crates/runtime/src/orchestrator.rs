@@ -574,7 +574,12 @@ impl<'r> Orchestrator<'r> {
             match arg {
                 TensorArg::Existing(t, role) => {
                     let src = t.desc();
-                    if let Some(b) = self.live.get(&src.addr) {
+                    // No lookup while no runtime buffer is alive (a run
+                    // on its arguments only, as `flood`).
+                    let buf = (!self.live.is_empty())
+                        .then(|| self.live.get(&src.addr))
+                        .flatten();
+                    if let Some(b) = buf {
                         b.retain();
                         buffers.push(b.clone());
                     } else if src.owner_task_id != TaskId::NONE {
@@ -647,7 +652,10 @@ impl<'r> Orchestrator<'r> {
         // The task itself is not in its slot yet.
         let live = |id: &TaskId| *id == task.id || lookup(rings, window, *id).is_some();
         for t in task.tensors.iter().filter(|t| tracked(t.role)) {
-            take(&t.desc.owner_task_id);
+            // Most tracked tensors are no task's (orchestration arguments).
+            if t.desc.owner_task_id != TaskId::NONE {
+                take(&t.desc.owner_task_id);
+            }
             // `take_tensors` set every tracked descriptor's span.
             if let Some(r) = Region::of_spanned(&t.desc) {
                 // Edges and entry with one lookup of the buffer: the same
