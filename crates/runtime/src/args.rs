@@ -422,6 +422,9 @@ mod tests {
         let two = TaskArgs::new().inout(&a);
         assert_ne!(one.lists.tensors.as_ptr(), two.lists.tensors.as_ptr());
         assert_eq!(one.tensor_count() + two.tensor_count(), 2);
-        assert_eq!(two.lists.tensors[0].0, TensorArg::Existing(a, ArgRole::InOut));
+        assert_eq!(
+            two.lists.tensors[0].0,
+            TensorArg::Existing(a, ArgRole::InOut)
+        );
     }
 }

@@ -510,7 +510,8 @@ impl<'r> Orchestrator<'r> {
         let (tensors, buffers, outputs) = self.take_tensors(id, &args, spare)?;
         scalars.clear();
         scalars.extend(
-            args.lists.scalars
+            args.lists
+                .scalars
                 .iter()
                 .map(|&(scalar, marked)| TaskScalar { scalar, marked }),
         );

@@ -161,13 +161,7 @@ impl<T: Clone> TensorMap<T> {
     }
 
     /// [`TensorMap::deps`] with the view's region computed by the caller.
-    pub(crate) fn deps_of(
-        &mut self,
-        addr: u64,
-        r: &Region,
-        access: Access,
-        dep: impl FnMut(&T),
-    ) {
+    pub(crate) fn deps_of(&mut self, addr: u64, r: &Region, access: Access, dep: impl FnMut(&T)) {
         if let Some(l) = self.by_buffer.get_mut(&addr) {
             l.deps(r, access, dep);
         }
