@@ -72,7 +72,7 @@ fn recycle(
     block_num: u32,
     tensors: Vec<TaskTensor>,
     scalars: Vec<TaskScalar>,
-    buffers: TaskBuffers,
+    buffers: &mut TaskBuffers,
     known: &Known,
 ) -> Arc<Task> {
     if let Some(t) = prev.as_mut().and_then(Arc::get_mut) {
@@ -81,6 +81,7 @@ fn recycle(
         );
         return prev.expect("it was just renewed");
     }
+    let buffers = std::mem::take(buffers);
     Arc::new(Task::new(
         id, kernels, members, block_num, tensors, scalars, buffers, known,
     ))
@@ -173,6 +174,9 @@ pub struct Orchestrator<'r> {
     /// The allocations of the task being submitted (`take_tensors`),
     /// copied into it: built in place, not moved (see `Known::assign`).
     known: Known,
+    /// The runtime buffers the task being submitted keeps alive, moved
+    /// into it slot by slot (see `InlineList::refill_from`).
+    buffers: TaskBuffers,
     /// The kernels the last submit named and their members: the registry
     /// does not change during a run, and most submits repeat a kernel
     /// (measured, stop 23: ~230 instructions per flood task).
@@ -219,6 +223,7 @@ impl<'r> Orchestrator<'r> {
             scratch_deps: Vec::new(),
             last_alloc: Default::default(),
             known: Known::default(),
+            buffers: TaskBuffers::default(),
             last_members: None,
             spare_scopes: Vec::new(),
             rec,
@@ -507,7 +512,7 @@ impl<'r> Orchestrator<'r> {
                 )
             })
             .unwrap_or_default();
-        let (tensors, buffers, outputs) = self.take_tensors(id, &args, spare)?;
+        let (tensors, outputs) = self.take_tensors(id, &args, spare)?;
         scalars.clear();
         scalars.extend(
             args.lists
@@ -523,7 +528,7 @@ impl<'r> Orchestrator<'r> {
             args.lists.block_num,
             tensors,
             scalars,
-            buffers,
+            &mut self.buffers,
             &self.known,
         );
         self.shared
@@ -563,13 +568,15 @@ impl<'r> Orchestrator<'r> {
         id: TaskId,
         args: &TaskArgs,
         mut tensors: Vec<TaskTensor>,
-    ) -> Result<(Vec<TaskTensor>, TaskBuffers, Vec<Tensor>), RuntimeError> {
+    ) -> Result<(Vec<TaskTensor>, Vec<Tensor>), RuntimeError> {
         // Read before the checks below: a free that could end an
         // allocation they find moves it (see `simpler_chip::Known`).
         self.known.restart(self.shared.gm.known_epoch());
         tensors.clear();
         tensors.reserve(args.lists.tensors.len());
-        let mut buffers = TaskBuffers::default();
+        // Built in place (see `InlineList::refill_from`); left over only by
+        // a submit that failed half-way.
+        self.buffers.clear();
         let mut outputs = Vec::new();
         for (i, (arg, dump)) in args.lists.tensors.iter().enumerate() {
             match arg {
@@ -582,7 +589,7 @@ impl<'r> Orchestrator<'r> {
                         .flatten();
                     if let Some(b) = buf {
                         b.retain();
-                        buffers.push(b.clone());
+                        self.buffers.push(b.clone());
                     } else if src.owner_task_id != TaskId::NONE {
                         return Err(RuntimeError::UseAfterScope { addr: src.addr });
                     }
@@ -618,7 +625,7 @@ impl<'r> Orchestrator<'r> {
                     let (t, b, area) = self.new_buffer(info, id)?;
                     self.known.push(area);
                     b.retain();
-                    buffers.push(b);
+                    self.buffers.push(b);
                     outputs.push(t);
                     tensors.push(TaskTensor {
                         desc: *t.desc(),
@@ -629,7 +636,7 @@ impl<'r> Orchestrator<'r> {
             }
         }
 
-        Ok((tensors, buffers, outputs))
+        Ok((tensors, outputs))
     }
 
     /// Find the producers `task` waits for — creators of the tensors it
