@@ -297,22 +297,27 @@ fn noop(_core: &mut Core, _args: &Args) -> KResult<()> {
     Ok(())
 }
 
-/// Issue 11: submit checks views against a cache of the allocations it
-/// found last; a free in the middle of a run must still refuse the freed
-/// buffer's views at once, and the block allocated again in its place
-/// must be accepted by its new size only.
-#[test]
-fn a_buffer_freed_mid_run_is_refused_at_submit_and_its_successor_accepted() {
-    let rt = Runtime::new(
+/// One cluster, 1 MiB of GM, `kernels`.
+fn one_cluster_mib(kernels: Vec<KernelDef>) -> Runtime {
+    Runtime::new(
         RuntimeConfig {
             clusters: 1,
             gm_bytes: 1 << 20,
             timeout: Some(Duration::from_secs(60)),
             ..Default::default()
         },
-        vec![KernelDef::new(0, "noop", CoreType::Aiv, noop)],
+        kernels,
     )
-    .unwrap();
+    .unwrap()
+}
+
+/// Issue 11: submit checks views against a cache of the allocations it
+/// found last; a free in the middle of a run must still refuse the freed
+/// buffer's views at once, and the block allocated again in its place
+/// must be accepted by its new size only.
+#[test]
+fn a_buffer_freed_mid_run_is_refused_at_submit_and_its_successor_accepted() {
+    let rt = one_cluster_mib(vec![KernelDef::new(0, "noop", CoreType::Aiv, noop)]);
     let x = rt.alloc_tensor(&[64], DType::Float32).unwrap();
     let gm = rt.gm().clone();
     let mut refused = Vec::new();
@@ -416,19 +421,10 @@ fn copy_row(core: &mut Core, args: &Args) -> KResult<()> {
 /// from freed memory.
 #[test]
 fn a_buffer_freed_after_its_reader_was_submitted_is_refused_when_it_runs() {
-    let rt = Runtime::new(
-        RuntimeConfig {
-            clusters: 1,
-            gm_bytes: 1 << 20,
-            timeout: Some(Duration::from_secs(60)),
-            ..Default::default()
-        },
-        vec![
-            KernelDef::new(0, "gate", CoreType::Aiv, gate),
-            KernelDef::new(1, "copy_row", CoreType::Aiv, copy_row),
-        ],
-    )
-    .unwrap();
+    let rt = one_cluster_mib(vec![
+        KernelDef::new(0, "gate", CoreType::Aiv, gate),
+        KernelDef::new(1, "copy_row", CoreType::Aiv, copy_row),
+    ]);
     let x = rt
         .upload_pod(&[1.5f32; 16], &[1, 16], DType::Float32)
         .unwrap();
