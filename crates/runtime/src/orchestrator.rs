@@ -58,35 +58,6 @@ struct Ring {
     ids: Vec<TaskId>,
 }
 
-/// The new task in `prev`'s allocation, renewed in place, when nothing
-/// else holds `prev`; else in a new one: a submit then allocates and
-/// frees no task (measured, stop 22: ~300 instructions per flood task, the
-/// task's tensor list included).
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn recycle(
-    mut prev: Option<Arc<Task>>,
-    id: TaskId,
-    kernels: Kernels,
-    members: Members,
-    block_num: u32,
-    tensors: Vec<TaskTensor>,
-    scalars: Vec<TaskScalar>,
-    buffers: &mut TaskBuffers,
-    known: &Known,
-) -> Arc<Task> {
-    if let Some(t) = prev.as_mut().and_then(Arc::get_mut) {
-        t.renew(
-            id, kernels, members, block_num, tensors, scalars, buffers, known,
-        );
-        return prev.expect("it was just renewed");
-    }
-    let buffers = std::mem::take(buffers);
-    Arc::new(Task::new(
-        id, kernels, members, block_num, tensors, scalars, buffers, known,
-    ))
-}
-
 /// The limits of one task's arguments (DESIGN §4).
 fn check_limits(args: &TaskArgs) -> Result<(), RuntimeError> {
     if args.lists.tensors.len() > MAX_TENSORS {
@@ -520,7 +491,7 @@ impl<'r> Orchestrator<'r> {
                 .iter()
                 .map(|&(scalar, marked)| TaskScalar { scalar, marked }),
         );
-        let task = recycle(
+        let task = Task::recycle(
             prev,
             id,
             kernels,
