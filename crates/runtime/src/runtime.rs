@@ -34,6 +34,11 @@ pub struct RunReport {
     pub gm_peak_bytes: u64,
     /// Wall time of the run.
     pub wall: Duration,
+    /// Wall time from the run's start until the orchestration returned and
+    /// every task completed (or the run stopped); the rest of `wall` is
+    /// stopping the workers and writing the dump's files — what a dump
+    /// costs after the graph, apart from what its captures cost during it.
+    pub graph: Duration,
     /// Time the orchestration function ran, minus the time it was blocked
     /// (waiting for a task slot, GM or a scalar's producer): what
     /// submitting the graph cost the orchestrator thread.
@@ -254,6 +259,7 @@ impl Runtime {
         };
         let orchestration = orch_start.elapsed().saturating_sub(o.waited());
         let result = result.and_then(|()| o.finish());
+        let graph = start.elapsed();
         // A timeout or a cancel does not wait for running kernels.
         let hang = matches!(
             shared.error(),
@@ -300,6 +306,7 @@ impl Runtime {
             gm_used_bytes: self.gm.used(),
             gm_peak_bytes: self.gm.peak(),
             wall: start.elapsed(),
+            graph,
             orchestration,
             write_races,
             races,

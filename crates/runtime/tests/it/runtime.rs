@@ -793,3 +793,34 @@ fn peak_live_and_progress_count_tasks_held_at_a_gate() {
     assert_eq!(report.tasks, 10);
     assert!(f32s(&rt, &x).iter().all(|&v| v == 1.0));
 }
+
+/// `RunReport::graph` ends when the last task completed, not when the
+/// orchestration returned: a task held 60 ms after the orchestration
+/// submitted it is inside the graph time, and the wall time covers it.
+#[test]
+fn graph_time_covers_the_last_task() {
+    GATES[4].store(false, Ordering::Release);
+    let rt = runtime(1, 1);
+    let x = rt.upload_pod(&[1.0f32], &[1], DType::Float32).unwrap();
+    let mut opener = None;
+    let report = rt
+        .run(&OrchArgs::new().tensor(x), |o, a| {
+            let x = a.tensor_at(0)?;
+            o.submit(Kernels::Aiv(0), TaskArgs::new().inout(&x).scalar_u64(4))?;
+            // Opened 60 ms after the run started, at the earliest.
+            opener = Some(std::thread::spawn(|| {
+                std::thread::sleep(Duration::from_millis(60));
+                GATES[4].store(true, Ordering::Release);
+            }));
+            Ok(())
+        })
+        .unwrap();
+    opener.expect("the orchestration ran").join().unwrap();
+    assert_eq!(f32s(&rt, &x), [2.0], "the held task ran");
+    assert!(
+        report.graph >= Duration::from_millis(60),
+        "graph {:?} ends before the held task could",
+        report.graph
+    );
+    assert!(report.wall >= report.graph, "{report:?}");
+}
