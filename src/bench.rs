@@ -648,7 +648,32 @@ fn readers(a: &BenchArgs) -> Result<Outcome> {
 
 #[cfg(test)]
 mod tests {
-    use super::{median, table, Outcome};
+    use super::{case_metrics, median, table, Outcome, Pair};
+
+    /// A case's split follows from its pairs' walls and graph times: the
+    /// graph ratio of dump over plain, the dumping run's time after its
+    /// graph, both medians; best-of from the walls.
+    #[test]
+    fn a_cases_metrics_split_its_pairs() {
+        let pair = |plain: (f64, f64), dump: (f64, f64)| Pair { plain, dump };
+        let pairs = [
+            pair((1.0, 0.9), (1.5, 1.0)),
+            pair((2.0, 1.8), (2.6, 2.7)),
+            pair((1.2, 1.0), (2.0, 1.5)),
+        ];
+        let m = case_metrics("k", 1.5, &pairs, 3 << 20);
+        let get = |name: &str| m.iter().find(|r| r.0 == name).map(|r| r.1).unwrap();
+        assert_eq!(get("k_wall_ratio"), 1.5);
+        assert_eq!(get("k_plain_s"), 1.0);
+        assert_eq!(get("k_dump_s"), 1.5);
+        assert_eq!(get("k_best_of_ratio"), 1.5);
+        assert_eq!(get("k_graph_ratio"), 1.5, "median of 1.11, 1.5, 1.5");
+        assert!(
+            (get("k_after_graph_s") - 0.5).abs() < 1e-12,
+            "median of 0.5, -0.1, 0.5"
+        );
+        assert_eq!(get("k_dumped_mib"), 3.0);
+    }
 
     /// Issue 15: misaligned bench columns (a metric name longer than
     /// the fixed 22 columns pushed its value out of line).

@@ -153,7 +153,7 @@ impl Worker {
         let shared = self.shared.clone();
         loop {
             if shared.forced() {
-                self.put_kept();
+                put_kept(&shared, &mut self.kept);
                 return true;
             }
             if let Some((job, queued)) = self.next_job() {
@@ -235,11 +235,6 @@ impl Worker {
         }
         put_kept(s, kept);
         None
-    }
-
-    /// Put back the kept core, if any.
-    fn put_kept(&mut self) {
-        put_kept(&self.shared, &mut self.kept);
     }
 
     /// Run a job's dispatches (a MIX block's members one after another,

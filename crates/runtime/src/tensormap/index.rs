@@ -253,14 +253,12 @@ impl<T> Index<T> {
 
     /// Call `f(position, entry)` with every entry whose start lies in
     /// `q.start - max_extent + 1 .. q.end`, a superset of the overlapping
-    /// ones.
+    /// ones. Its callers test [`Index::passes`] first (inlined): a query
+    /// past every entry does not get here.
     fn visit_positions(&mut self, q: &Region, mut f: impl FnMut(usize, &Entry<T>)) {
         let lo = self.reach_back(q);
         let hi = q.end;
         if self.sorted {
-            if self.passes(q) {
-                return;
-            }
             let first = self.entries.partition_point(|e| e.region.start < lo);
             for (i, e) in self.entries.range(first..).enumerate() {
                 if e.region.start >= hi {
