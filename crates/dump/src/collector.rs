@@ -33,7 +33,7 @@ use crate::{
     carry::PayloadHint,
     durable::TempFile,
     kept::{Kept, Tables},
-    payload_file::PayloadFile,
+    payload_file::{PayloadFile, STAGING_BYTES},
     record::{Record, UnfinishedTask},
     DumpConfig, DumpError, Producer,
 };
@@ -226,12 +226,6 @@ impl FailureHook {
         }
     }
 }
-
-/// Staging buffer of the payload file's direct writes: 1 MiB writes were
-/// the fastest direct writes on the 2-CPU VM's disk (`dd oflag=direct`:
-/// 1.7–2.1 GB/s, against 1.1–1.3 for 4 MiB and 0.9–1.0 for 16 MiB), and a
-/// small buffer is little fresh memory.
-const STAGING_BYTES: usize = 1 << 20;
 
 /// Make the entries of the folders a session created durable in their
 /// parents. The collector does it as it starts, while the run's first

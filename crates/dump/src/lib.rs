@@ -33,6 +33,7 @@ mod kept;
 mod kept_format_check;
 mod order;
 mod payload_file;
+mod probe;
 mod producer;
 mod record;
 mod record_json;
@@ -42,6 +43,7 @@ mod upstream;
 pub use collector::{DumpSession, DumpSummary, RunStatus, UnfinishedCounts};
 pub use config::{DumpConfig, DumpFiles, DumpLayout, DumpLevel, DumpPolicy, DEFAULT_ARENA_BYTES};
 pub use error::DumpError;
+pub use probe::durable_write_time;
 pub use producer::{DispatchView, Producer, TaskView};
 pub use record::{
     role_name, takes, upstream_role, DispatchRecord, OrchArgRecord, Record, Stage, Subject,
