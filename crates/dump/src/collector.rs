@@ -105,6 +105,13 @@ impl Shared {
     }
 }
 
+/// Batches a session keeps for reuse: the queue's, and a few for the
+/// producers and the collector to hold — so the payload circulates through
+/// this many arenas.
+pub(crate) fn pooled_batches(cfg: &DumpConfig) -> usize {
+    cfg.queue_buffers + 4
+}
+
 /// Emptied batches waiting for a producer, newest first: the batch the
 /// collector has just written is the one whose memory is still in the
 /// CPU's caches (a producer refilling a cold buffer pays a cache miss per
@@ -471,7 +478,7 @@ impl DumpSession {
             None => None,
         };
         let (tx, rx) = channel::bounded(cfg.queue_buffers);
-        let free = Arc::new(FreePool::new(cfg.queue_buffers + 4, cfg.arena_bytes));
+        let free = Arc::new(FreePool::new(pooled_batches(&cfg), cfg.arena_bytes));
         let hint = Arc::new(PayloadHint::default());
         let record_cap = (cfg.arena_bytes / 256).clamp(64, 1 << 16);
         let shared = Arc::new(Shared {
