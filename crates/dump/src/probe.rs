@@ -23,10 +23,10 @@ use crate::{
 /// writes the `.bin` with the default config — full arenas, direct I/O
 /// where the file system takes it, the tail through the staging buffer —
 /// and fsync it. The writes come from as many arenas in turn as a session
-/// circulates: on the 2-CPU VM the disk takes direct writes from one hot
-/// buffer at 1.7–1.9 GB/s but from 12 rotating ones at 1.4–1.6, and the
-/// collector's own writes ran at the latter (`docs/performance.md`, stop
-/// 28). The file is removed before this returns.
+/// circulates: on the 2-CPU VM the disk takes direct writes of one
+/// unchanged buffer at 1.7–1.9 GB/s but of 12 in turn at 1.4–1.6, the
+/// collector's own speed (`docs/performance.md`, stop 28). The file is
+/// removed before this returns.
 ///
 /// # Errors
 /// When the file cannot be created, written in full or synced; the error
