@@ -230,7 +230,7 @@ fn merge(
         }
     }
     report.records = (ga.records, gb.records);
-    if !ga.funcs.is_empty() && !gb.funcs.is_empty() && ga.funcs != gb.funcs {
+    if other_funcs(&ga.funcs, &gb.funcs, report.incomplete) {
         let list = |f: &BTreeSet<u32>| f.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
         report.notes.push(format!(
             "A's records name func ids {}, B's {}: are these runs of one workload?",
@@ -239,6 +239,19 @@ fn merge(
         ));
     }
     Ok(())
+}
+
+/// A's and B's func ids (`incomplete`: whose run stopped short) say the
+/// dumps may come from different workloads: the sets differ, and not only
+/// because a stopped run never reached some kernels (its ids a subset of
+/// the other's).
+fn other_funcs(a: &BTreeSet<u32>, b: &BTreeSet<u32>, incomplete: (bool, bool)) -> bool {
+    let cut_short = |fewer: &BTreeSet<u32>, more, stopped| stopped && fewer.is_subset(more);
+    !a.is_empty()
+        && !b.is_empty()
+        && a != b
+        && !cut_short(a, b, incomplete.0)
+        && !cut_short(b, a, incomplete.1)
 }
 
 impl From<Stop> for DiffFailure {

@@ -85,6 +85,8 @@ pub struct DiffReport {
     keep: Keep,
     pub(crate) spill: Option<Spill>,
     pub(crate) records: (u64, u64),
+    /// A's and B's runs ended abnormally (their dumps stop short).
+    pub(crate) incomplete: (bool, bool),
     /// Records both headers announce (for progress).
     pub(crate) expected_records: u64,
 }
@@ -158,6 +160,10 @@ impl DiffReport {
             keep,
             spill: None.or(spill),
             records: (0, 0),
+            incomplete: (
+                a.header.status == Some(Status::Incomplete),
+                b.header.status == Some(Status::Incomplete),
+            ),
             expected_records: 0,
         })
     }

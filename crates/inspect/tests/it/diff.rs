@@ -591,3 +591,47 @@ fn json_report_parses_with_summary_and_every_pair() {
     assert!(text.contains("\n  \"only_in_b\": []\n}"), "{text}");
     assert_eq!(text.lines().filter(|l| l.starts_with("    {")).count(), 2);
 }
+
+/// A run stopped before some kernels ran names fewer func ids than a
+/// whole run of its workload: that alone is no sign of another workload.
+/// Ids the other run never names still are, and so are fewer ids in a
+/// run that completed.
+#[test]
+fn a_stopped_runs_missing_func_ids_are_not_another_workload() {
+    let tmp = tempfile::tempdir().unwrap();
+    let rec = |task, func: u32| {
+        let v = f32_bytes(&[1.0, 2.0]);
+        tensor(
+            task,
+            &[func],
+            "before_dispatch",
+            "input",
+            0,
+            "FLOAT32",
+            &[2],
+            v,
+        )
+    };
+    let open = |name: &str, recs: Vec<Rec>, stopped: bool| {
+        let (mut m, bin) = build(recs);
+        if stopped {
+            m.header.status = Some(simpler_format::vocab::Status::Incomplete);
+            m.header.reason = Some("timeout after 1 s".into());
+        }
+        Dump::open(write_manifest(tmp.path(), name, &m, &bin)).unwrap()
+    };
+    let asks = |a: &Dump, b: &Dump| {
+        let r = diff(a, b, &DiffOptions::default()).unwrap();
+        r.notes.iter().any(|n| n.contains("one workload?"))
+    };
+    let whole = open("whole", vec![rec(T0, 0), rec(T1, 1)], false);
+    let cut = open("cut", vec![rec(T0, 0)], true);
+    assert!(!asks(&cut, &whole) && !asks(&whole, &cut));
+    let small = open("small", vec![rec(T0, 0)], false);
+    assert!(asks(&small, &whole), "a complete run naming fewer ids");
+    let other = open("other", vec![rec(T0, 0), rec(T2, 2)], true);
+    assert!(
+        asks(&other, &whole),
+        "a stopped run naming an id B never does"
+    );
+}
