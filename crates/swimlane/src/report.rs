@@ -149,9 +149,15 @@ pub fn render_overhead(t: &Timeline) -> String {
         let _ = writeln!(s, "Scheduler phases: not recorded (level {} < 3)", t.level);
         return s;
     }
+    // Schedulers are logical: one whose clusters got no dispatch records
+    // no phase, and the count says so rather than hide it.
+    let idle = match t.sched.len().saturating_sub(o.threads) {
+        0 => String::new(),
+        n => format!(" ({n} more recorded no phase)"),
+    };
     let _ = writeln!(
         s,
-        "Scheduler: {} thread{}, {} loop iterations ({} with work); Avg scheduler loop iteration {:.3} µs (with work)",
+        "Scheduler: {} thread{}{idle}, {} loop iterations ({} with work); Avg scheduler loop iteration {:.3} µs (with work)",
         o.threads,
         if o.threads == 1 { "" } else { "s" },
         o.loop_iters,

@@ -55,6 +55,35 @@ fn overhead_counts_pops_iterations_and_fan() {
     assert_eq!(o.by_kind["dispatch"], (2, 3, 12));
 }
 
+/// A logical scheduler whose clusters got no dispatch records no phase:
+/// the report counts the threads with phases and says how many had none.
+#[test]
+fn the_report_says_how_many_schedulers_recorded_no_phase() {
+    let mut t = timeline();
+    let with = t.sched.iter().filter(|p| !p.is_empty()).count();
+    let line = |t: &Timeline| {
+        let r = simpler_swimlane::report::render_overhead(t);
+        r.lines()
+            .find(|l| l.starts_with("Scheduler:"))
+            .unwrap()
+            .to_owned()
+    };
+    let all = line(&t);
+    assert!(!all.contains("recorded no phase"), "{all}");
+    assert!(
+        all.starts_with(&format!("Scheduler: {with} thread")),
+        "{all}"
+    );
+    t.sched.push(Vec::new());
+    t.sched.push(Vec::new());
+    let some = line(&t);
+    assert!(
+        some.starts_with(&format!("Scheduler: {with} thread"))
+            && some.contains(" (2 more recorded no phase), "),
+        "{some}"
+    );
+}
+
 #[test]
 fn the_perfetto_trace_packs_overlaps_into_lanes_and_passes_the_check() {
     // Two dispatches overlapping on core 1 (a corrupt or queued record):
