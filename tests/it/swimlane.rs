@@ -280,10 +280,21 @@ fn the_report_matches_figures_computed_from_the_raw_records() {
                 .unwrap_or(0)
         })
         .sum();
+    // Threads that logged phases, and a note of those that logged none.
+    let threads = r["aicpu_scheduler_phases"].as_array().unwrap();
+    let with = threads
+        .iter()
+        .filter(|t| !t.as_array().unwrap().is_empty())
+        .count();
+    let idle = match threads.len() - with {
+        0 => String::new(),
+        n => format!(" ({n} more recorded no phase)"),
+    };
+    let plural = if with == 1 { "" } else { "s" };
     assert!(
-        // "1 thread, …" when a single scheduler thread logged phases.
-        out.contains(&format!("threads, {iters} loop iterations"))
-            || out.contains(&format!("1 thread, {iters} loop iterations")),
+        out.contains(&format!(
+            "Scheduler: {with} thread{plural}{idle}, {iters} loop iterations"
+        )),
         "{out}"
     );
     let deps = json(&dir.join("deps.json"));
