@@ -119,7 +119,9 @@ pub fn write(
             log.level,
             count(log.dispatches.len() as u64, "dispatch", "dispatches"),
             count(log.tasks.len() as u64, "task", "tasks"),
-            count(log.edges.len() as u64, "edge", "edges"),
+            // The graph's, rebuilt off the run's clock (the run line
+            // counts the edges the run waited on; see docs/swimlane.md).
+            count(log.edges.len() as u64, "graph edge", "graph edges"),
             run_dir
                 .join(simpler_format::swimlane::RECORDS_FILE)
                 .display()

@@ -441,6 +441,44 @@ fn predict_times_each_dispatch_as_insight_trace_replays_it() {
     }
 }
 
+/// The run line counts the edges the run waited on; the swimlane line the
+/// graph's, which do not depend on timing: the same in every run, never
+/// fewer than the run's, and the edges `deps.json` holds.
+#[test]
+fn graph_edges_are_the_same_every_run_and_cover_the_waited_ones() {
+    let tmp = tempfile::tempdir().unwrap();
+    let after = |out: &str, tail: &str| -> u64 {
+        let i = out
+            .find(tail)
+            .unwrap_or_else(|| panic!("no {tail:?}: {out}"));
+        let num = out[..i].rsplit(' ').next().unwrap();
+        num.parse()
+            .unwrap_or_else(|_| panic!("{num:?} before {tail:?}: {out}"))
+    };
+    let mut graph = Vec::new();
+    for k in 0..3 {
+        let dir = format!("r{k}");
+        let out = ok_run(
+            tmp.path(),
+            &[
+                "run",
+                "paged_attention",
+                "--case",
+                "CaseSmall2",
+                "--swimlane",
+                "--output",
+                &dir,
+            ],
+        );
+        let (waited, g) = (after(&out, " edges, "), after(&out, " graph edges -> "));
+        assert!(waited <= g, "{out}");
+        let deps = json(&tmp.path().join(&dir).join("deps.json"));
+        assert_eq!(deps["edges"].as_array().unwrap().len() as u64, g, "{out}");
+        graph.push(g);
+    }
+    assert!(graph.windows(2).all(|w| w[0] == w[1]), "{graph:?}");
+}
+
 #[test]
 fn a_timed_out_run_still_writes_its_timeline() {
     let tmp = tempfile::tempdir().unwrap();

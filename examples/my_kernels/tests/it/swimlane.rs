@@ -68,7 +68,7 @@ fn a_recorded_run_reports_and_passes_the_upstream_check() {
     );
     assert!(
         out.contains(
-            "swimlane (level 4): 5 dispatches, 2 tasks, 1 edge -> r/chip_swimlane_records.json"
+            "swimlane (level 4): 5 dispatches, 2 tasks, 1 graph edge -> r/chip_swimlane_records.json"
         ),
         "{out}"
     );
