@@ -7,6 +7,7 @@ use simpler_dump::{DumpConfig, DumpLayout, DumpLevel, DumpPolicy, DumpSummary, R
 use simpler_runtime::{Runtime, RuntimeConfig};
 
 use crate::cli::DumpArgs;
+use simpler_format::words::count;
 
 /// The run directory of a dumping run. Created atomically and registered
 /// as unfinished (a second signal removes it if empty); kept once it holds
@@ -190,8 +191,8 @@ fn report_side_files(d: &DumpSummary) {
     }
     if let Some(p) = &d.kernel_args_path {
         println!(
-            "kernel args dump: {} dispatches -> {}",
-            d.dispatches,
+            "kernel args dump: {} -> {}",
+            count(d.dispatches, "dispatch", "dispatches"),
             p.display()
         );
     }
@@ -200,15 +201,16 @@ fn report_side_files(d: &DumpSummary) {
 fn report_tensors(d: &DumpSummary, json: &Path) {
     let lost = if d.dropped_records > 0 || d.truncated > 0 {
         format!(
-            " — LOST: {} records dropped, {} truncated",
-            d.dropped_records, d.truncated
+            " — LOST: {} dropped, {} truncated",
+            count(d.dropped_records, "record", "records"),
+            d.truncated
         )
     } else {
         String::new()
     };
     println!(
-        "tensor dump: {} records, {} payload -> {}{lost}",
-        d.records,
+        "tensor dump: {}, {} payload -> {}{lost}",
+        count(d.records, "record", "records"),
         human_bytes(d.bin_bytes),
         json.display()
     );
@@ -234,12 +236,15 @@ pub fn report_failed(rt: &Runtime, dir: RunDir) {
         };
         let lost = match d.dropped_records {
             0 => String::new(),
-            n => format!(" — LOST: {n} records dropped (their payload is not in the file)"),
+            n => format!(
+                " — LOST: {} dropped (their payload is not in the file)",
+                count(n, "record", "records")
+            ),
         };
         eprintln!(
-            "tensor dump (status {status}) with everything collected before the run stopped: {} records ({} hang snapshots), {} payload -> {}{lost}",
-            d.records,
-            d.hang_snapshots,
+            "tensor dump (status {status}) with everything collected before the run stopped: {} ({}), {} payload -> {}{lost}",
+            count(d.records, "record", "records"),
+            count(d.hang_snapshots, "hang snapshot", "hang snapshots"),
             human_bytes(d.bin_bytes),
             json.display()
         );
@@ -259,8 +264,8 @@ pub fn report_failed(rt: &Runtime, dir: RunDir) {
     }
     if let Some(p) = &d.kernel_args_path {
         eprintln!(
-            "kernel args dump: {} dispatches -> {}",
-            d.dispatches,
+            "kernel args dump: {} -> {}",
+            count(d.dispatches, "dispatch", "dispatches"),
             p.display()
         );
     }

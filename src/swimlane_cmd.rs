@@ -128,8 +128,10 @@ fn check(dir: &Path) -> Result<ExitCode> {
     })?;
     match checked {
         Ok(s) => println!(
-            "{PERFETTO_FILE}: OK ({} slices on {} tracks, none overlapping; {} flow arrows)",
-            s.slices, s.tracks, s.flows
+            "{PERFETTO_FILE}: OK ({} on {}, none overlapping; {})",
+            count(s.slices, "slice", "slices"),
+            count(s.tracks, "track", "tracks"),
+            count(s.flows, "flow arrow", "flow arrows")
         ),
         Err(errs) => {
             bad += errs.len();

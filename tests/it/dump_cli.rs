@@ -232,7 +232,7 @@ fn a_bad_level_or_policy_is_a_clear_error() {
     }
 }
 
-/// `warning: dump lost data (drop policy): D tensor records dropped, T
+/// `warning: dump lost data (drop policy): D tensor record(s) dropped, T
 /// truncated, … ; see PATH` → (D, T).
 fn loss_line(err: &str) -> Option<(u64, u64)> {
     let line = err
@@ -250,7 +250,8 @@ fn loss_line(err: &str) -> Option<(u64, u64)> {
             .unwrap_or_else(|e| panic!("count before {what:?} in {line:?}: {e}"))
     };
     Some((
-        num_before(" tensor records dropped"),
+        // "1 tensor record dropped", "2 tensor records dropped".
+        num_before(" tensor record"),
         num_before(" truncated"),
     ))
 }

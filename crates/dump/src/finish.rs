@@ -22,6 +22,8 @@ use std::{
     path::{Path, PathBuf},
 };
 
+use simpler_format::words::count;
+
 use crate::{
     collector::{remove_dirs, Collected, DumpSummary, RunStatus, UnfinishedCounts},
     durable::{self, is_disk_full, os_message, TempFile},
@@ -395,11 +397,11 @@ fn summary(cfg: &DumpConfig, end: &Ending, c: &mut Collected, p: Progress) -> Du
     let dropped = l.tensors + c.lost + p.cut;
     if l.tensors + truncated + l.args + l.dispatches > 0 {
         eprintln!(
-            "warning: dump lost data ({} policy): {} tensor records dropped, {truncated} truncated, {} dispatches and {} orchestration args dropped; see {}",
+            "warning: dump lost data ({} policy): {} dropped, {truncated} truncated, {} and {} dropped; see {}",
             cfg.policy,
-            l.tensors,
-            l.dispatches,
-            l.args,
+            count(l.tensors, "tensor record", "tensor records"),
+            count(l.dispatches, "dispatch", "dispatches"),
+            count(l.args, "orchestration arg", "orchestration args"),
             cfg.dir.display()
         );
     }

@@ -2,6 +2,8 @@
 
 use std::fmt::Write as _;
 
+use simpler_format::words::count;
+
 use crate::{
     critical::{self, CriticalPath},
     files::PredictSummary,
@@ -60,8 +62,8 @@ pub fn render_table(t: &Timeline) -> String {
 pub fn render_path(t: &Timeline, cp: &CriticalPath, top: usize, observed: bool) -> String {
     let wall = t.wall();
     let mut s = format!(
-        "Critical path: {} tasks, {:.3} µs of {:.3} µs wall ({}); {:.3} µs in tasks, {:.3} µs waiting between them\n",
-        cp.links.len(),
+        "Critical path: {}, {:.3} µs of {:.3} µs wall ({}); {:.3} µs in tasks, {:.3} µs waiting between them\n",
+        count(cp.links.len() as u64, "task", "tasks"),
         t.us(cp.length()),
         t.us(wall),
         pct(cp.length() as f64, wall as f64),
@@ -185,13 +187,13 @@ pub fn render_overhead(t: &Timeline) -> String {
 pub fn render(t: &Timeline, top: usize) -> String {
     let tasks: std::collections::HashSet<u64> = t.dispatches.iter().map(|d| d.task).collect();
     let mut s = format!(
-        "level {}, clock {} Hz, {} cores: {} dispatches of {} tasks, {} edges; wall {:.3} µs (first start → last end)\n",
+        "level {}, clock {} Hz, {}: {} of {}, {}; wall {:.3} µs (first start → last end)\n",
         t.level,
         t.clock_hz,
-        t.core_types.len(),
-        t.dispatches.len(),
-        tasks.len(),
-        t.edges.len(),
+        count(t.core_types.len() as u64, "core", "cores"),
+        count(t.dispatches.len() as u64, "dispatch", "dispatches"),
+        count(tasks.len() as u64, "task", "tasks"),
+        count(t.edges.len() as u64, "edge", "edges"),
         t.us(t.wall())
     );
     for w in &t.warnings {
