@@ -46,8 +46,8 @@ pub fn summary(info: &DumpInfo) -> String {
     };
     let _ = writeln!(
         out,
-        "status {status} | dump level {level} | policy {policy}\n{} records: {} before_dispatch, {} after_completion{hang} | tensors: {inputs}, {} output, {} inout | {scalars} | payload {} bytes in {}",
-        h.total_tensors,
+        "status {status} | dump level {level} | policy {policy}\n{}: {} before_dispatch, {} after_completion{hang} | tensors: {inputs}, {} output, {} inout | {scalars} | payload {} bytes in {}",
+        simpler_format::words::count(h.total_tensors, "record", "records"),
         h.before_dispatch,
         h.after_completion,
         h.output_tensors,
