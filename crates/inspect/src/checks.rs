@@ -204,6 +204,11 @@ impl Checks {
     pub fn finish(&self, h: &Header) -> Result<(), Error> {
         let c = &self.counts;
         let fail = |field: &'static str, header: u64, actual: u64, note: String| {
+            // Each note names what was counted first: "1 record …".
+            let note = match actual {
+                1 => note.replacen("records", "record", 1),
+                _ => note,
+            };
             Err(Error::new(
                 &self.manifest,
                 ErrorKind::Counter {
@@ -274,6 +279,11 @@ impl Checks {
     fn finish_conventions(&self, h: &Header) -> Result<(), Error> {
         let c = &self.counts;
         let fail = |field: &'static str, header: u64, actual: u64, note: String| {
+            // Each note names what was counted first: "1 record …".
+            let note = match actual {
+                1 => note.replacen("records", "record", 1),
+                _ => note,
+            };
             Err(Error::new(
                 &self.manifest,
                 ErrorKind::Counter {

@@ -194,7 +194,7 @@ fn a_truncated_record_beside_truncated_tensors_0_is_an_error() {
     let e = Dump::open(&dir).unwrap_err().to_string();
     assert!(
         e.ends_with(
-            "header field truncated_tensors is 0 but the records have 1 records flagged truncated"
+            "header field truncated_tensors is 0 but the records have 1 record flagged truncated"
         ),
         "{e}"
     );
