@@ -75,9 +75,8 @@ pub(super) fn dump_overhead(a: &BenchArgs, ws: &Workloads) -> Result<Outcome> {
         crate::progress::status(&format!("{case}: the disk alone"));
         let disk = disk_floor(tmp.path(), bytes, a.reps())?;
         floor_total += disk;
-        let case = case_metrics(key, ratio, &pairs, bytes, disk);
-        worst_floor = worst_floor.max(find(&case, "floor_ratio"));
-        results.extend(case);
+        worst_floor = worst_floor.max(floor_ratio(&pairs, disk));
+        results.extend(case_metrics(key, ratio, &pairs, bytes, disk));
     }
     let dump_gib_s = bytes_total as f64 / extra_total / f64::from(1 << 30);
     crate::progress::status("memcpy + write baseline");
@@ -122,12 +121,12 @@ fn disk_floor(dir: &Path, bytes: u64, reps: u32) -> Result<f64> {
     Ok(best)
 }
 
-/// The value of metric `name`'s row in `rows` (suffix match: a case's rows
-/// carry its key first).
-fn find(rows: &[(&str, f64, &str)], name: &str) -> f64 {
-    rows.iter()
-        .find(|r| r.0.ends_with(name))
-        .map_or(f64::NAN, |r| r.1)
+/// The least wall ratio the disk allows a case: its plain run (median of
+/// `pairs`), or the disk alone writing the dump's bytes (`disk_s`) if that
+/// takes longer, over the plain run.
+fn floor_ratio(pairs: &[Pair], disk_s: f64) -> f64 {
+    let plain = median(pairs.iter().map(|p| p.plain.0));
+    plain.max(disk_s) / plain
 }
 
 /// One plain run and one dumping run of a case: (wall, graph) seconds of
@@ -149,8 +148,7 @@ impl Pair {
 
 /// A case's metrics: its wall ratio (median of pairs), split into what the
 /// dump costs during the graph (the captures) and after it (the files),
-/// and the least ratio the disk allows: the plain run, or the disk alone
-/// writing the dump's bytes (`disk_s`) if that takes longer.
+/// and the least ratio the disk allows ([`floor_ratio`]).
 fn case_metrics(
     key: &str,
     ratio: f64,
@@ -188,10 +186,7 @@ fn case_metrics(
         ),
         (
             name("floor_ratio"),
-            {
-                let plain = median(pairs.iter().map(|p| p.plain.0));
-                plain.max(disk_s) / plain
-            },
+            floor_ratio(pairs, disk_s),
             "x (the least wall_ratio the disk allows)",
         ),
     ]
@@ -236,7 +231,7 @@ fn memcpy_write_baseline(dir: &Path, bytes: u64, reps: u32) -> Result<f64> {
 
 #[cfg(test)]
 mod tests {
-    use super::{case_metrics, find, Pair};
+    use super::{case_metrics, Pair};
 
     /// A case's split follows from its pairs' walls and graph times: the
     /// graph ratio of dump over plain, the dumping run's time after its
@@ -250,7 +245,10 @@ mod tests {
             pair((1.2, 1.0), (2.0, 1.5)),
         ];
         let m = case_metrics("k", 1.5, &pairs, 3 << 20, 1.8);
-        let get = |name: &str| m.iter().find(|r| r.0 == name).map(|r| r.1).unwrap();
+        let get_in = |m: &[(&str, f64, &str)], name: &str| {
+            m.iter().find(|r| r.0 == name).map(|r| r.1).unwrap()
+        };
+        let get = |name: &str| get_in(&m, name);
         assert_eq!(get("k_wall_ratio"), 1.5);
         assert_eq!(get("k_plain_s"), 1.0);
         assert_eq!(get("k_dump_s"), 1.5);
@@ -268,6 +266,6 @@ mod tests {
         );
         // A disk faster than the plain run allows the plain run's time.
         let fast = case_metrics("k", 1.5, &pairs, 3 << 20, 0.3);
-        assert_eq!(find(&fast, "floor_ratio"), 1.0);
+        assert_eq!(get_in(&fast, "k_floor_ratio"), 1.0);
     }
 }

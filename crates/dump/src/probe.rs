@@ -6,6 +6,7 @@
 //! doing or the disk's, and the bench says which.
 
 use std::{
+    fs::File,
     io,
     path::Path,
     time::{Duration, Instant},
@@ -34,28 +35,31 @@ use crate::{
 pub fn durable_write_time(dir: &Path, bytes: u64) -> io::Result<Duration> {
     let path = dir.join("disk-floor.bin");
     let tmp = TempFile::create(&path).map_err(|e| named(&path, e))?;
-    let at = |e| named(tmp.path(), e);
-    let file = tmp.file();
     let cfg = DumpConfig::new(dir);
     let arenas: Vec<Arena> = (0..pooled_batches(&cfg))
         .map(|k| filled_arena(cfg.arena_bytes, k))
         .collect();
-    let whole = cfg.arena_bytes as u64;
-    let mut out = PayloadFile::new(file, STAGING_BYTES, true);
     let t = Instant::now();
+    write_arenas(tmp.file(), bytes, &arenas).map_err(|e| named(tmp.path(), e))?;
+    Ok(t.elapsed())
+}
+
+/// Append `bytes` to the empty `file` from `arenas` in turn (whole ones,
+/// then a prefix of the first) through the collector's writer, and fsync.
+fn write_arenas(file: &File, bytes: u64, arenas: &[Arena]) -> io::Result<()> {
+    let whole = arenas[0].len() as u64;
+    let mut out = PayloadFile::new(file, STAGING_BYTES, true);
     for (_, arena) in (0..bytes / whole).zip(arenas.iter().cycle()) {
-        out.append_arena(file, arena).map_err(at)?;
+        out.append_arena(file, arena)?;
     }
     let tail = (bytes % whole) as usize;
-    out.append(file, &arenas[0].bytes()[..tail]).map_err(at)?;
-    out.finish(file).map_err(at)?;
-    file.sync_all().map_err(at)?;
-    let took = t.elapsed();
-    if out.written() != bytes {
-        let msg = format!("{} of {bytes} bytes written", out.written());
-        return Err(at(io::Error::other(msg)));
+    out.append(file, &arenas[0].bytes()[..tail])?;
+    out.finish(file)?;
+    file.sync_all()?;
+    match out.written() {
+        n if n == bytes => Ok(()),
+        n => Err(io::Error::other(format!("{n} of {bytes} bytes written"))),
     }
-    Ok(took)
 }
 
 /// An arena of `bytes` (whole blocks) filled with a pattern of its own.
@@ -85,6 +89,24 @@ mod tests {
         assert!(took > Duration::ZERO);
         let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert!(left.is_empty(), "the probe left {left:?}");
+    }
+
+    /// What the probe times is the collector's writer putting down every
+    /// byte: the file holds the arenas in turn, then the first's prefix.
+    #[test]
+    fn the_arenas_reach_the_file_in_turn_with_the_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let arenas: Vec<Arena> = (0..3).map(|k| filled_arena(8 << 10, k)).collect();
+        let bytes = 5 * (8 << 10) + 100;
+        let file = File::create(&path).unwrap();
+        write_arenas(&file, bytes, &arenas).unwrap();
+        let mut want = Vec::new();
+        for k in [0, 1, 2, 0, 1] {
+            want.extend_from_slice(arenas[k].bytes());
+        }
+        want.extend_from_slice(&arenas[0].bytes()[..100]);
+        assert!(std::fs::read(&path).unwrap() == want, "bytes differ");
     }
 
     #[test]

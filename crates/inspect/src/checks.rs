@@ -197,28 +197,32 @@ impl Checks {
         self.covered.len()
     }
 
+    /// The error of header counter `field` (`header`) that disagrees with
+    /// the `actual` count of the records; `note` follows the count and
+    /// names what was counted, its first "records" in the singular for 1.
+    fn counter(&self, field: &'static str, header: u64, actual: u64, note: String) -> Error {
+        let note = match actual {
+            1 => note.replacen("records", "record", 1),
+            _ => note,
+        };
+        Error::new(
+            &self.manifest,
+            ErrorKind::Counter {
+                field,
+                header,
+                actual,
+                note,
+            },
+        )
+    }
+
     /// Compare the header's counters with what the records added up to.
     ///
     /// # Errors
     /// The first counter that disagrees.
     pub fn finish(&self, h: &Header) -> Result<(), Error> {
         let c = &self.counts;
-        let fail = |field: &'static str, header: u64, actual: u64, note: String| {
-            // Each note names what was counted first: "1 record …".
-            let note = match actual {
-                1 => note.replacen("records", "record", 1),
-                _ => note,
-            };
-            Err(Error::new(
-                &self.manifest,
-                ErrorKind::Counter {
-                    field,
-                    header,
-                    actual,
-                    note,
-                },
-            ))
-        };
+        let fail = |field, header, actual, note| Err(self.counter(field, header, actual, note));
         let stage = |i: usize| c.stages[i];
         // The upstream layout counts hang snapshots (marked after_completion
         // records) in after_completion; upstream's own dumps have none marked.
@@ -278,22 +282,7 @@ impl Checks {
     /// records.
     fn finish_conventions(&self, h: &Header) -> Result<(), Error> {
         let c = &self.counts;
-        let fail = |field: &'static str, header: u64, actual: u64, note: String| {
-            // Each note names what was counted first: "1 record …".
-            let note = match actual {
-                1 => note.replacen("records", "record", 1),
-                _ => note,
-            };
-            Err(Error::new(
-                &self.manifest,
-                ErrorKind::Counter {
-                    field,
-                    header,
-                    actual,
-                    note,
-                },
-            ))
-        };
+        let fail = |field, header, actual, note| Err(self.counter(field, header, actual, note));
         // Ours always has scalar_args; the upstream runtime writes none.
         let scalar_args = h
             .scalar_args
