@@ -186,16 +186,26 @@ pub fn report(d: &DumpSummary) {
 }
 
 fn report_side_files(d: &DumpSummary) {
-    if let Some(p) = &d.args_path {
-        println!("args dump: {}", p.display());
+    for line in side_file_lines(d) {
+        println!("{line}");
     }
-    if let Some(p) = &d.kernel_args_path {
-        println!(
+}
+
+/// One line per side file (args dump, kernel args dump) the dump wrote: the
+/// same words after a run that passed (stdout) and one that failed (stderr).
+fn side_file_lines(d: &DumpSummary) -> impl Iterator<Item = String> + '_ {
+    let args = d
+        .args_path
+        .iter()
+        .map(|p| format!("args dump: {}", p.display()));
+    let kernel = d.kernel_args_path.iter().map(|p| {
+        format!(
             "kernel args dump: {} -> {}",
             count(d.dispatches, "dispatch", "dispatches"),
             p.display()
-        );
-    }
+        )
+    });
+    args.chain(kernel)
 }
 
 fn report_tensors(d: &DumpSummary, json: &Path) {
@@ -259,15 +269,8 @@ pub fn report_failed(rt: &Runtime, dir: RunDir) {
     for (file, why) in &d.not_written {
         eprintln!("not written: {} ({why})", file.display());
     }
-    if let Some(p) = &d.args_path {
-        eprintln!("args dump: {}", p.display());
-    }
-    if let Some(p) = &d.kernel_args_path {
-        eprintln!(
-            "kernel args dump: {} -> {}",
-            count(d.dispatches, "dispatch", "dispatches"),
-            p.display()
-        );
+    for line in side_file_lines(&d) {
+        eprintln!("{line}");
     }
     dir.settle();
 }

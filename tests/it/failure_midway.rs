@@ -23,6 +23,7 @@ use std::path::Path;
 use std::process::Command;
 
 use simpler_core::{topology::CoreType, KResult, KernelError, TaskId};
+use simpler_format::kernel_args::KernelArgsDump;
 use simpler_inspect::{Dump, Record, Stage};
 use simpler_isa::{Args, Core};
 use simpler_runtime::{KernelDef, RuntimeError};
@@ -248,6 +249,8 @@ fn cli_timeout_leaves_an_incomplete_dump_that_view_and_diff_read() {
         "--case",
         "CaseLarge",
         "--dump-tensor",
+        "--dump-args",
+        "--dump-kernel-args",
         "--timeout",
         "0.001",
         "--output",
@@ -257,6 +260,19 @@ fn cli_timeout_leaves_an_incomplete_dump_that_view_and_diff_read() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("timeout after 0.001 s"), "{err}");
     assert!(err.contains("tensor dump (status incomplete)"), "{err}");
+    // The side files, named on stderr with the count their file holds.
+    assert!(
+        err.contains("args dump: run/tensor_dump/args_dump.json"),
+        "{err}"
+    );
+    let ka = run.join("tensor_dump/kernel_args_dump.json");
+    let ka: KernelArgsDump = serde_json::from_slice(&std::fs::read(ka).unwrap()).unwrap();
+    assert_eq!(ka.total_dispatches, ka.dispatches.len() as u64);
+    let line = format!(
+        "kernel args dump: {} -> run/tensor_dump/kernel_args_dump.json",
+        simpler_format::words::count(ka.total_dispatches, "dispatch", "dispatches"),
+    );
+    assert!(err.contains(&line), "{line:?} not in {err}");
     let d = Dump::open(&run).unwrap();
     assert_eq!(d.header().status.map(|s| s.name()), Some("incomplete"));
     assert_eq!(d.header().reason.as_deref(), Some("timeout after 0.001 s"));
