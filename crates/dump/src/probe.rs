@@ -109,6 +109,19 @@ mod tests {
         assert!(std::fs::read(&path).unwrap() == want, "bytes differ");
     }
 
+    /// A disk that takes nothing must not read as a fast one: `/dev/full`
+    /// refuses every write with ENOSPC, as a full file system does.
+    #[test]
+    fn a_disk_that_takes_nothing_is_an_error_not_a_time() {
+        let full = std::fs::OpenOptions::new().write(true).open("/dev/full");
+        let Ok(file) = full else {
+            panic!("this test needs /dev/full (Linux)");
+        };
+        let arenas = vec![filled_arena(8 << 10, 0)];
+        let e = write_arenas(&file, 3 * (8 << 10) + 5, &arenas).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{e}");
+    }
+
     #[test]
     fn a_folder_that_is_not_there_is_named() {
         let dir = tempfile::tempdir().unwrap();
