@@ -65,7 +65,7 @@ pub fn swimlane(a: &SwimlaneArgs) -> Result<ExitCode> {
         ),
         None => newest(Path::new("outputs"))?,
     };
-    if !dir.join(RECORDS_FILE).is_file() {
+    if !dir.join(RECORDS_FILE).exists() {
         let predicted = dir.join(simpler_format::swimlane::PREDICTED_DIR);
         let hint = match predicted.join(RECORDS_FILE).is_file() {
             true => format!(
@@ -121,8 +121,7 @@ fn check(dir: &Path) -> Result<ExitCode> {
         return Ok(exit(bad));
     }
     let checked = crate::progress::in_steps("swimlane --check", "reading the trace", |steps| {
-        let text =
-            std::fs::read(&trace).with_context(|| format!("cannot read {}", trace.display()))?;
+        let text = simpler_format::files::read_regular(&trace)?;
         steps.step("checking the trace");
         anyhow::Ok(simpler_swimlane::check::check_perfetto(&text))
     })?;

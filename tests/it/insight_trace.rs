@@ -648,3 +648,104 @@ fn errors_name_what_is_wrong() {
         "{e}"
     );
 }
+
+/// `simpler <args>` in `cwd`, killed and failed after 20 s (a FIFO read
+/// where a regular file was expected used to hang for ever).
+pub(crate) fn simpler_within_20s(cwd: &Path, args: &[&str]) -> Out {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_simpler"))
+        .current_dir(cwd)
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run simpler");
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(20) {
+            child.kill().unwrap();
+            panic!("simpler {args:?} hung");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let o = child.wait_with_output().unwrap();
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+pub(crate) fn mkfifo(p: &Path) {
+    let ok = Command::new("mkfifo").arg(p).status().unwrap().success();
+    assert!(ok, "mkfifo {}", p.display());
+}
+
+/// A spec, or a data file it names, that is a FIFO or a device is refused
+/// by name (it used to hang, or read `/dev/zero` until memory ran out);
+/// a spec whose func id, kernel name or GM size is wrong names the user's
+/// file, not the workspace's copy, and leaves no workspace behind.
+#[test]
+fn bad_specs_and_data_files_are_refused_before_a_workspace_exists() {
+    let tmp = dumped("paged_attention", "CaseSmall1", &["--dump-all"]);
+    let cwd = tmp.path();
+    let sf = dispatches(cwd).into_iter().find(|d| d.1 == 1).unwrap().0;
+    let (_, ws) = trace(cwd, "paged_attention", 1, sf);
+    let spec = load(&ws.join("replay_spec.json"));
+    mkfifo(&cwd.join("pipe"));
+    let refused = |name: &str, spec: &Value, want: &[&str]| {
+        fs::write(cwd.join(name), spec.to_string()).unwrap();
+        let o = simpler_within_20s(
+            cwd,
+            &[
+                "insight-trace",
+                "paged_attention",
+                "--arg-spec",
+                name,
+                "--output",
+                "ws",
+            ],
+        );
+        assert_eq!(o.code, 2, "{name}: {}\n{}", o.stdout, o.stderr);
+        for w in want {
+            assert!(o.stderr.contains(w), "{name}: {:?} lacks {w:?}", o.stderr);
+        }
+        assert!(!cwd.join("ws").exists(), "{name}: a workspace was left");
+    };
+    let pipe = cwd.join("pipe").display().to_string();
+    for (file, what) in [(pipe.as_str(), "a FIFO"), ("/dev/zero", "a device")] {
+        let e = format!("cannot read the replay spec: it is {what}, not a regular file");
+        let o = simpler_within_20s(
+            cwd,
+            &["insight-trace", "paged_attention", "--arg-spec", file],
+        );
+        assert_eq!(o.code, 2, "{file}: {}", o.stderr);
+        assert!(o.stderr.contains(&e), "{file}: {}", o.stderr);
+        // An empty view needs no bytes: the file is still never opened blocking.
+        let mut s = spec.clone();
+        s["args"][0]["shape"] = serde_json::json!([0, 16]);
+        s["args"][0]["data"] = serde_json::json!({"source": "file", "path": file});
+        let e = format!("field args[0].data: {file}: not a regular file ({what})");
+        refused("data.json", &s, &[&format!("data.json: {e}")]);
+    }
+    let mut s = spec.clone();
+    s["func_id"] = 42.into();
+    refused(
+        "func.json",
+        &s,
+        &["func.json: field func_id: 42 is not a kernel of the workload"],
+    );
+    let mut s = spec.clone();
+    s["kernel"] = "qk_matmul".into();
+    refused(
+        "kernel.json",
+        &s,
+        &["kernel.json: field kernel: \"qk_matmul\", but func_id 1 is 'softmax_prepare'"],
+    );
+    let mut s = spec;
+    s["args"][0]["size"] = (1u64 << 40).into();
+    refused(
+        "size.json",
+        &s,
+        &["size.json: field args[0].size: the replay would need"],
+    );
+}

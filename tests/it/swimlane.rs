@@ -615,3 +615,42 @@ fn bad_flags_and_bad_files_are_one_clear_error() {
         "{out}"
     );
 }
+
+/// A FIFO in place of any file the report or `--check` reads is refused
+/// by name (`deps.json`, the name map and the trace used to hang a read).
+#[test]
+fn a_fifo_in_place_of_a_swimlane_file_is_refused_not_waited_on() {
+    use crate::insight_trace::{mkfifo, simpler_within_20s};
+    let tmp = swimlane_run("vector_example", "Default", &[]);
+    let run = tmp.path().join("r");
+    for (file, check) in [
+        ("chip_swimlane_records.json", false),
+        ("deps.json", false),
+        ("name_map_vector_example_Default.json", false),
+        ("deps.json", true),
+        ("swimlane_perfetto.json", true),
+    ] {
+        let dir = tmp.path().join("copy");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir(&dir).unwrap();
+        for e in std::fs::read_dir(&run).unwrap().flatten() {
+            std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
+        }
+        std::fs::remove_file(dir.join(file)).unwrap();
+        mkfifo(&dir.join(file));
+        let args: &[&str] = if check {
+            &["swimlane", "copy", "--check"]
+        } else {
+            &["swimlane", "copy"]
+        };
+        let o = simpler_within_20s(tmp.path(), args);
+        let all = format!("{}{}", o.stdout, o.stderr);
+        assert_ne!(o.code, 0, "{args:?} {file}: {all}");
+        let want = format!("copy/{file}: not a regular file (a FIFO)");
+        assert!(
+            all.contains(&want),
+            "{args:?} {file}: {all:?} lacks {want:?}"
+        );
+        assert!(!all.contains("panicked"), "{all}");
+    }
+}

@@ -8,40 +8,11 @@
 //! location is read back from the descriptor (`/proc/self/fd`) and must be
 //! inside the dump folder, which refuses symlinks that lead out.
 
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::fs::File;
 use std::path::{Component, Path, PathBuf};
 
+pub use simpler_format::files::open_regular;
 use simpler_format::{Error, ErrorKind};
-
-/// Open `path` for reading if it is a regular file.
-///
-/// # Errors
-/// Missing, unreadable, or not a regular file (FIFO, device, socket,
-/// directory), naming the file.
-pub fn open_regular(path: &Path) -> Result<File, Error> {
-    let f = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| Error::io(path, e))?;
-    let ft = f.metadata().map_err(|e| Error::io(path, e))?.file_type();
-    if !ft.is_file() {
-        let what = if ft.is_fifo() {
-            "a FIFO"
-        } else if ft.is_char_device() || ft.is_block_device() {
-            "a device"
-        } else if ft.is_socket() {
-            "a socket"
-        } else if ft.is_dir() {
-            "a directory"
-        } else {
-            "not a regular file"
-        };
-        return Err(Error::new(path, ErrorKind::NotRegular(what)));
-    }
-    Ok(f)
-}
 
 /// Check a payload file name as a manifest writes it: a plain relative
 /// path below the dump folder (no absolute path, no `..`, not empty).

@@ -84,7 +84,10 @@ pub fn load_source(
             Ok(elem.repeat(n / dtype.size()))
         }
         DataSource::File { path } => {
-            let bytes = std::fs::read(&path)
+            let mut bytes = Vec::with_capacity(n);
+            open_data(&path)
+                .map_err(bad)?
+                .read_to_end(&mut bytes)
                 .map_err(|e| bad(format!("{}: cannot read: {e}", path.display())))?;
             if bytes.len() as u64 != view_bytes {
                 return Err(bad(format!(
@@ -107,8 +110,7 @@ pub fn load_source(
                     "bin_size {bin_size} but the view holds {view_bytes} bytes"
                 )));
             }
-            let mut f = File::open(&file)
-                .map_err(|e| bad(format!("{}: cannot open: {e}", file.display())))?;
+            let mut f = open_data(&file).map_err(bad)?;
             let len = f
                 .metadata()
                 .map_err(|e| bad(format!("{}: {e}", file.display())))?
@@ -128,6 +130,12 @@ pub fn load_source(
             Ok(out)
         }
     }
+}
+
+/// Open a data file a spec names: a regular file only, opened without
+/// blocking (a FIFO would hang the replay, a device never end).
+fn open_data(path: &Path) -> Result<File, String> {
+    simpler_format::files::open_regular(path).map_err(|e| e.to_string())
 }
 
 /// Check, without reading them, that every `dump`/`file` source of
@@ -156,8 +164,12 @@ pub fn check_sources(plan: &Plan, base: &Path, spec_file: &str) -> Result<(), Re
                 DataSource::File { path } => (path, Some(t.view_bytes()), true),
                 _ => continue,
             };
-            let len = std::fs::metadata(&path)
-                .map_err(|e| bad(format!("{}: cannot read: {e}", path.display())))?
+            let len = open_data(&path)
+                .and_then(|f| {
+                    f.metadata()
+                        .map_err(|e| format!("{}: cannot read: {e}", path.display()))
+                })
+                .map_err(bad)?
                 .len();
             match need {
                 Some(n) if (exact && len == n) || (!exact && len >= n) => {}
@@ -304,6 +316,22 @@ pub fn execute(
 }
 
 /// Each member's kernel, looked up by func id and checked by name.
+/// Check, before anything is written, that `plan` can run: every
+/// member's func id and kernel name are in `kernels`, and its GM fits a
+/// replay — so these errors name the spec the user gave, and leave no
+/// workspace behind.
+///
+/// # Errors
+/// As for [`execute`], short of running anything.
+pub fn check_runnable(
+    plan: &Plan,
+    kernels: &[KernelDef],
+    spec_file: &str,
+) -> Result<(), ReplayError> {
+    member_defs(plan, kernels, spec_file)?;
+    gm_bytes(plan, spec_file).map(|_| ())
+}
+
 fn member_defs<'k>(
     plan: &Plan,
     kernels: &'k [KernelDef],

@@ -307,9 +307,15 @@ impl ReplaySpec {
     /// [`ReplayError::Io`] when it cannot be read, [`ReplayError::SpecJson`]
     /// for malformed JSON, [`ReplayError::Spec`] naming the field otherwise.
     pub fn load(path: &Path) -> Result<ReplaySpec, ReplayError> {
-        let text = std::fs::read(path).map_err(|e| ReplayError::Io {
+        let text = simpler_format::files::read_regular(path).map_err(|e| ReplayError::Io {
             path: path.to_path_buf(),
-            msg: format!("cannot read the replay spec: {e}"),
+            msg: match e.kind {
+                simpler_format::ErrorKind::NotRegular(what) => {
+                    format!("cannot read the replay spec: it is {what}, not a regular file")
+                }
+                simpler_format::ErrorKind::Io(e) => format!("cannot read the replay spec: {e}"),
+                other => format!("cannot read the replay spec: {other:?}"),
+            },
         })?;
         let spec = ReplaySpec::parse(&path.display().to_string(), &text)?;
         spec.plan(&path.display().to_string())?;

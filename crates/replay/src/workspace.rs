@@ -28,7 +28,7 @@ use simpler_isa::KernelDef;
 
 use crate::{
     export_trace,
-    replay::{check_sources, execute},
+    replay::{check_runnable, check_sources, execute},
     spec::{DataSource, Plan, ReplaySpec, SpecSource, SPEC_FILE},
     timing::PipeCycles,
     verify::{verify, Verification},
@@ -410,6 +410,7 @@ pub fn replay_into(
     let base = std::path::absolute(spec_base).map_err(|e| ReplayError::io(spec_base, &e))?;
     let plan = spec.plan(spec_file)?;
     check_sources(&plan, &base, spec_file)?;
+    check_runnable(&plan, kernels, spec_file)?;
     let spec = spec.with_absolute_paths(&base);
     let label = spec.label();
     let ws = Workspace::create(target, &label)?;

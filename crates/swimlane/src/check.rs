@@ -60,10 +60,10 @@ fn int(v: &Value) -> Option<u64> {
 }
 
 fn read(path: &Path, errs: &mut Vec<String>) -> Option<Value> {
-    let text = match std::fs::read(path) {
+    let text = match simpler_format::files::read_regular(path) {
         Ok(t) => t,
         Err(e) => {
-            errs.push(format!("{}: {e}", path.display()));
+            errs.push(e.to_string());
             return None;
         }
     };

@@ -33,12 +33,11 @@ pub enum LoadError {
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, simpler_format::Error> {
-    let bytes = std::fs::read(path).map_err(|e| {
-        let kind = match e.kind() {
-            io::ErrorKind::NotFound => simpler_format::ErrorKind::PathMissing,
-            _ => simpler_format::ErrorKind::Io(e),
-        };
-        simpler_format::Error::new(path, kind)
+    let bytes = simpler_format::files::read_regular(path).map_err(|e| match e.kind {
+        simpler_format::ErrorKind::Io(io) if io.kind() == io::ErrorKind::NotFound => {
+            simpler_format::Error::new(path, simpler_format::ErrorKind::PathMissing)
+        }
+        _ => e,
     })?;
     simpler_format::json::from_slice(path, &bytes)
 }
