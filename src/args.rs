@@ -130,7 +130,26 @@ pub(crate) fn one_line(e: &clap::Error, help: &str) -> String {
             line.push_str(&format!(" ({tip})"));
         }
     }
-    format!("{line}; see '{help} --help'")
+    format!("{}; see '{help} --help'", cut_values(e, line))
+}
+
+/// `line` with the bad value clap quotes cut to
+/// [`simpler_format::ECHO_LIMIT`] characters (a pasted megabyte never
+/// floods the terminal).
+fn cut_values(e: &clap::Error, mut line: String) -> String {
+    use clap::error::{ContextKind, ContextValue};
+    for kind in [
+        ContextKind::InvalidValue,
+        ContextKind::InvalidArg,
+        ContextKind::InvalidSubcommand,
+    ] {
+        if let Some(ContextValue::String(v)) = e.get(kind) {
+            if v.chars().count() > simpler_format::ECHO_LIMIT {
+                line = line.replace(v.as_str(), &simpler_format::echo(v));
+            }
+        }
+    }
+    line
 }
 
 /// The subcommand path `argv` names (`simpler dump view`), for the

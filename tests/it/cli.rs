@@ -182,3 +182,60 @@ fn a_closed_pipe_ends_quietly() {
     assert!(!err.contains("internal error"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// A bad value pasted into any argument is echoed cut to 80 characters
+/// (`"xxx…" (200 chars)`), never in full, whoever refuses it: clap, the
+/// workload registry, the dump flags or `--set-arg`.
+#[test]
+fn long_bad_values_are_echoed_cut_to_80_characters() {
+    let long = "x".repeat(200);
+    let eq = format!("4={long}");
+    let flag = format!("--{long}");
+    let cases: [&[&str]; 10] = [
+        &["run", &long],
+        &["run", "vector_example", "--case", &long],
+        &[
+            "run",
+            "vector_example",
+            "--dump-tensor",
+            "--dump-layout",
+            &long,
+        ],
+        &[
+            "run",
+            "vector_example",
+            "--dump-tensor",
+            "--dump-policy",
+            &long,
+        ],
+        &["run", "vector_example", "--timeout", &long],
+        &["run", "vector_example", &flag],
+        &["dump", "view", "--stage", &long],
+        &["bench", &long],
+        &[&long],
+        &[
+            "insight-trace",
+            "vector_example",
+            "--func-id",
+            "0",
+            "--set-arg",
+            &eq,
+        ],
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    for args in cases {
+        let o = Command::new(env!("CARGO_BIN_EXE_simpler"))
+            .current_dir(tmp.path())
+            .args(args)
+            .output()
+            .unwrap();
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {out}{err}");
+        assert!(err.contains("… (20"), "{args:?}: not cut: {err}");
+        assert!(
+            !err.contains(&"x".repeat(81)),
+            "{args:?}: echoed in full: {err}"
+        );
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    }
+}

@@ -83,7 +83,10 @@ impl FromStr for DumpPolicy {
         match s {
             "block" => Ok(DumpPolicy::Block),
             "drop" => Ok(DumpPolicy::Drop),
-            _ => Err(format!("--dump-policy {s}: expected block or drop")),
+            _ => Err(format!(
+                "--dump-policy {}: expected block or drop",
+                simpler_format::echo(s)
+            )),
         }
     }
 }
@@ -125,7 +128,10 @@ impl FromStr for DumpLayout {
         match s {
             "native" => Ok(DumpLayout::Native),
             "upstream" => Ok(DumpLayout::Upstream),
-            _ => Err(format!("--dump-layout {s}: expected native or upstream")),
+            _ => Err(format!(
+                "--dump-layout {}: expected native or upstream",
+                simpler_format::echo(s)
+            )),
         }
     }
 }

@@ -34,7 +34,7 @@ pub enum ReplayError {
     #[error("{0}")]
     Rebuild(String),
     /// A `--set-arg SLOT=VALUE` that cannot be applied.
-    #[error("--set-arg {arg}: {msg}")]
+    #[error("--set-arg {}: {msg}", simpler_format::echo(arg))]
     SetArg {
         /// The argument as given.
         arg: String,

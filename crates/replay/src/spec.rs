@@ -309,12 +309,12 @@ impl ReplaySpec {
     pub fn load(path: &Path) -> Result<ReplaySpec, ReplayError> {
         let text = simpler_format::files::read_regular(path).map_err(|e| ReplayError::Io {
             path: path.to_path_buf(),
-            msg: match e.kind {
+            msg: match &e.kind {
                 simpler_format::ErrorKind::NotRegular(what) => {
                     format!("cannot read the replay spec: it is {what}, not a regular file")
                 }
-                simpler_format::ErrorKind::Io(e) => format!("cannot read the replay spec: {e}"),
-                other => format!("cannot read the replay spec: {other:?}"),
+                simpler_format::ErrorKind::Io(io) => format!("cannot read the replay spec: {io}"),
+                _ => format!("cannot read the replay spec: {e}"),
             },
         })?;
         let spec = ReplaySpec::parse(&path.display().to_string(), &text)?;
@@ -415,8 +415,8 @@ impl ReplaySpec {
         };
         let slot: u32 = slot.trim().parse().map_err(|_| {
             err(format!(
-                "slot {:?} is not a slot number (0..{LOCAL_CONTEXT_SLOT})",
-                slot.trim()
+                "slot {} is not a slot number (0..{LOCAL_CONTEXT_SLOT})",
+                simpler_format::quoted(slot.trim())
             ))
         })?;
         let value = value.trim();
@@ -559,8 +559,12 @@ pub(crate) fn number_bits(dtype: DType, n: Number) -> Result<u64, String> {
 /// `0x…` raw bits; a tensor element must fit the dtype's width, a scalar
 /// slot may use all 64 bits.
 pub(crate) fn parse_raw(s: &str, dtype: DType, slot: bool) -> Result<u64, String> {
-    let v = parse_hex_u64(s.trim())
-        .ok_or_else(|| format!("{s:?} is not 0x followed by 1-16 hex digits"))?;
+    let v = parse_hex_u64(s.trim()).ok_or_else(|| {
+        format!(
+            "{} is not 0x followed by 1-16 hex digits",
+            simpler_format::quoted(s)
+        )
+    })?;
     if !slot && v & !width_mask(dtype) != 0 {
         return Err(format!(
             "{s} does not fit one {} element ({} bits)",
@@ -613,7 +617,8 @@ pub fn parse_bits(dtype: DType, text: &str, slot: bool) -> Result<u64, String> {
     };
     if finite_text && became_inf {
         return Err(format!(
-            "{t} is outside the range of {} (it would become an infinity; write inf for one)",
+            "{} is outside the range of {} (it would become an infinity; write inf for one)",
+            simpler_format::echo(t),
             dtype.name()
         ));
     }
@@ -622,7 +627,8 @@ pub fn parse_bits(dtype: DType, text: &str, slot: bool) -> Result<u64, String> {
 
 fn not_a_number(dtype: DType, t: &str) -> String {
     format!(
-        "{t:?} is not a {} value (give a number, nan, inf, -inf, or raw bits as 0x…)",
+        "{} is not a {} value (give a number, nan, inf, -inf, or raw bits as 0x…)",
+        simpler_format::quoted(t),
         dtype.name()
     )
 }

@@ -46,7 +46,10 @@ pub struct Outcome {
 #[non_exhaustive]
 pub enum WorkloadError {
     /// No workload of that name.
-    #[error("unknown workload '{name}' (available: {known})")]
+    #[error(
+        "unknown workload '{}' (available: {known})",
+        simpler_format::echo(name)
+    )]
     UnknownWorkload {
         /// Name asked for.
         name: String,
@@ -54,7 +57,10 @@ pub enum WorkloadError {
         known: String,
     },
     /// No case of that name.
-    #[error("workload '{workload}' has no case '{case}' (available: {known})")]
+    #[error(
+        "workload '{workload}' has no case '{}' (available: {known})",
+        simpler_format::echo(case)
+    )]
     UnknownCase {
         /// Workload.
         workload: String,
