@@ -532,3 +532,65 @@ fn cli_reports_a_damaged_kernel_args_file_by_dispatch_and_field() {
     assert_eq!(code, 2);
     assert!(err.contains("dispatches[0].block_num"), "{err}");
 }
+
+/// A dispatch's contexts or core id that contradict it are named in plain
+/// numbers (not Rust's `Some(3)` / `[(48, LocalContext)]`), and a core id
+/// no chip has says so instead of "fit --clusters no value".
+#[test]
+fn cli_names_contradicting_contexts_and_impossible_core_ids_plainly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let args = ["run", "vector_example", "--dump-all", "--output", "r"];
+    assert_eq!(simpler(tmp.path(), &args).0, 0);
+    let p = tmp.path().join("r/tensor_dump/kernel_args_dump.json");
+    let good: serde_json::Value = read_json(&p);
+    let edit = |f: &dyn Fn(&mut serde_json::Value)| {
+        let mut j = good.clone();
+        f(&mut j["dispatches"][0]);
+        std::fs::write(&p, j.to_string()).unwrap();
+        let (code, out, err) = simpler(tmp.path(), &["dump", "view", "r", "--dispatches"]);
+        assert_eq!(code, 2, "{out}{err}");
+        err
+    };
+    let err = edit(&|d| d["context"][0]["block_idx"] = 3.into());
+    assert!(
+        err.contains(
+            "field context[0]: block_idx 3 / block_num 1 disagree with the dispatch's 0 / 1"
+        ),
+        "{err}"
+    );
+    let err = edit(&|d| {
+        let lc = d["context"][0].clone();
+        d["context"] = serde_json::json!([lc]);
+    });
+    assert!(
+        err.contains(
+            "expected slots 48 local_context and 49 global_context, found [48 local_context]"
+        ),
+        "{err}"
+    );
+    let mut j = good.clone();
+    j["dispatches"][0]["core_id"] = 1_000_000.into();
+    std::fs::write(&p, j.to_string()).unwrap();
+    let f = j["dispatches"][0]["func_id"].to_string();
+    let d = j["dispatches"][0]["dispatch_id"].to_string();
+    let (code, out, err) = simpler(
+        tmp.path(),
+        &[
+            "insight-trace",
+            "vector_example",
+            "--dump-dir",
+            "r",
+            "--func-id",
+            &f,
+            "--dispatch-id",
+            &d,
+        ],
+    );
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("on core 1000000")
+            && err.contains("no --clusters value (1 to 24 for arch a2a3) fits"),
+        "{err}"
+    );
+    assert!(!err.contains("no value"), "{err}");
+}

@@ -256,6 +256,7 @@ fn check_tensor_slot(a: &Slot, f: &dyn Fn(&str) -> String) -> Result<(), Bad> {
 fn check_contexts(d: &Dispatch) -> Result<(), Bad> {
     let bad = |f: &str, m: String| Err((f.to_string(), m));
     let kinds: Vec<(u32, ContextKind)> = d.context.iter().map(|c| (c.arg_index, c.kind)).collect();
+    let shown = |v: Option<i32>| v.map_or_else(|| "missing".to_string(), |v| v.to_string());
     if kinds
         != [
             (48, ContextKind::LocalContext),
@@ -264,7 +265,14 @@ fn check_contexts(d: &Dispatch) -> Result<(), Bad> {
     {
         return bad(
             "context",
-            format!("expected slots 48 local_context and 49 global_context, found {kinds:?}"),
+            format!(
+                "expected slots 48 local_context and 49 global_context, found [{}]",
+                d.context
+                    .iter()
+                    .map(|c| format!("{} {}", c.arg_index, c.kind.name()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         );
     }
     let (lc, gc) = (&d.context[0], &d.context[1]);
@@ -272,8 +280,11 @@ fn check_contexts(d: &Dispatch) -> Result<(), Bad> {
         return bad(
             "context[0]",
             format!(
-                "block_idx {:?} / block_num {:?} disagree with the dispatch's {} / {}",
-                lc.block_idx, lc.block_num, d.block_idx, d.block_num
+                "block_idx {} / block_num {} disagree with the dispatch's {} / {}",
+                shown(lc.block_idx),
+                shown(lc.block_num),
+                d.block_idx,
+                d.block_num
             ),
         );
     }
@@ -282,8 +293,9 @@ fn check_contexts(d: &Dispatch) -> Result<(), Bad> {
         return bad(
             "context[1].sub_block_id",
             format!(
-                "{:?} but subtask {} runs with sub_block_id {want_sub}",
-                gc.sub_block_id, d.subtask
+                "{} but subtask {} runs with sub_block_id {want_sub}",
+                shown(gc.sub_block_id),
+                d.subtask
             ),
         );
     }

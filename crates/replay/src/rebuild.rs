@@ -431,18 +431,17 @@ fn member(
     if topology::locate(opts.clusters, m.core_id).is_none_or(|(_, s)| s.name() != m.subtask) {
         let max = simpler_chip::ArchProfile::by_name(opts.arch).map_or(36, |a| a.max_clusters);
         let fits = consistent_clusters(k, max);
-        return Err(ReplayError::Rebuild(format!(
-            "{path}: dispatch {} ran as {} on core {}, which is not an {} core with --clusters {}; the dump's core ids fit --clusters {}; pass the --clusters of the run that wrote the dump",
-            m.dispatch_id,
-            m.subtask,
-            m.core_id,
-            m.subtask,
-            opts.clusters,
-            if fits.is_empty() {
-                "no value".to_string()
-            } else {
+        let advice = if fits.is_empty() {
+            format!("no --clusters value (1 to {max} for arch {}) fits the dump's core ids: field core_id is not an {} core of any chip", opts.arch, m.subtask)
+        } else {
+            format!(
+                "the dump's core ids fit --clusters {}; pass the --clusters of the run that wrote the dump",
                 fits.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
-            }
+            )
+        };
+        return Err(ReplayError::Rebuild(format!(
+            "{path}: dispatch {} ran as {} on core {}, which is not an {} core with --clusters {}; {advice}",
+            m.dispatch_id, m.subtask, m.core_id, m.subtask, opts.clusters,
         )));
     }
     Ok(MemberSpec {
