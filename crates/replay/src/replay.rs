@@ -315,7 +315,6 @@ pub fn execute(
     Ok(Execution { cores, tensors })
 }
 
-/// Each member's kernel, looked up by func id and checked by name.
 /// Check, before anything is written, that `plan` can run: every
 /// member's func id and kernel name are in `kernels`, and its GM fits a
 /// replay — so these errors name the spec the user gave, and leave no
@@ -332,6 +331,7 @@ pub fn check_runnable(
     gm_bytes(plan, spec_file).map(|_| ())
 }
 
+/// Each member's kernel, looked up by func id and checked by name.
 fn member_defs<'k>(
     plan: &Plan,
     kernels: &'k [KernelDef],
