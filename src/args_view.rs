@@ -25,7 +25,7 @@ pub(crate) fn open(path: &Path) -> Result<Option<ArgsFile>> {
     let small =
         std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() <= MAX_ORCH_ARGS_BYTES);
     if name == Some(ARGS_FILE) && small {
-        return Ok(ArgsFile::open(path).ok());
+        return Ok(ArgsFile::open_if_ours(path)?);
     }
     Ok(None)
 }

@@ -358,3 +358,51 @@ fn an_export_onto_a_full_disk_stops_with_one_error_and_leaves_only_whole_files()
         );
     }
 }
+
+/// `path`'s text with the first `"bits"` hex of a scalar changed in its
+/// lowest bit (inside every dtype's width, so the value it encodes moves).
+fn flip_first_bits(path: &Path) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let at = text.find("\"bits\"").expect("a scalar with bits");
+    let hex = at + text[at..].find("\"0x").unwrap() + 1;
+    let last = hex + 17;
+    let d = u8::from_str_radix(&text[last..=last], 16).unwrap() ^ 1;
+    let edited = format!("{}{:x}{}", &text[..last], d, &text[last + 1..]);
+    std::fs::write(path, edited).unwrap();
+}
+
+/// A scalar whose `value` and `bits` disagree (one of them edited by hand)
+/// is refused by every reader of our files, naming the file, the record
+/// and the field: shown the value, a user would otherwise read one number
+/// while `dump view` and the replay use the other.
+#[test]
+fn a_scalar_whose_value_and_bits_disagree_is_refused_in_every_dump() {
+    let tmp = tempfile::tempdir().unwrap();
+    let args = [
+        "run",
+        "paged_attention",
+        "--case",
+        "CaseSmall1",
+        "--dump-all",
+        "--output",
+        "r",
+    ];
+    let (code, _) = simpler(&args, tmp.path()).unwrap();
+    assert_eq!(code, 0);
+    for (file, what) in [
+        ("tensor_dump.json", "record "),
+        ("args_dump.json", "args["),
+        ("kernel_args_dump.json", "dispatch "),
+    ] {
+        let p = format!("r/tensor_dump/{file}");
+        let (code, _) = run(&[&p], tmp.path()).unwrap();
+        assert_eq!(code, 0, "{file} as written reads");
+        flip_first_bits(&tmp.path().join(&p));
+        let e = run(&[&p, "--limit", "all"], tmp.path()).unwrap_err();
+        assert!(e.contains(&p) && e.contains(what), "{file}: {e}");
+        assert!(
+            e.contains("value: ") && e.contains("one of them was edited"),
+            "{e}"
+        );
+    }
+}

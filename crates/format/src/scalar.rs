@@ -144,6 +144,41 @@ pub fn decode(value: ScalarValue, dtype: DType) -> Result<u64, String> {
     }
 }
 
+/// `a` and `b` are one `dtype` scalar: the same bits, or both a NaN of a
+/// float dtype (a NaN's payload does not survive a value written `"nan"`).
+pub fn same_scalar(dtype: DType, a: u64, b: u64) -> bool {
+    let nan = |x: u64| match dtype {
+        DType::Float32 => f32::from_bits(x as u32).is_nan(),
+        DType::Float16 => f16::from_bits(x as u16).is_nan(),
+        DType::Bfloat16 => bf16::from_bits(x as u16).is_nan(),
+        _ => false,
+    };
+    a == b || (nan(a) && nan(b))
+}
+
+/// Whether a record's `value` is what its `bits` say ([`encode`] of them),
+/// for a reader to refuse a record one of whose two forms was edited:
+/// shown the value, a user would otherwise see one number while `dump
+/// view` and the replay use the other.
+pub fn agrees(value: ScalarValue, dtype: DType, bits: u64) -> bool {
+    match encode(dtype, bits) {
+        ScalarValue::F32(f) => {
+            let v = value.as_f32();
+            v.to_bits() == f.to_bits() || (v.is_nan() && f.is_nan())
+        }
+        exact => value.as_int().is_some() && value.as_int() == exact.as_int(),
+    }
+}
+
+/// The reader's words when [`agrees`] says no.
+pub fn disagreement(value: ScalarValue, dtype: DType, bits: u64) -> String {
+    format!(
+        "{value} but bits 0x{bits:016x} is {} as {}: one of them was edited (keep one, remove the other)",
+        encode(dtype, bits),
+        dtype.name()
+    )
+}
+
 /// How far a scalar's bits can be trusted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BitsOrigin {
@@ -467,6 +502,46 @@ mod tests {
         let long = format!("\"{}\"", "x".repeat(10_000));
         let e = decode_upstream(&u(&long), DType::Float32).unwrap_err();
         assert!(e.chars().count() < 200, "{e}");
+    }
+
+    proptest::proptest! {
+        /// What a writer puts down as `value` (through JSON text) agrees
+        /// with the bits it came from, for every dtype and bit pattern.
+        #[test]
+        fn a_written_value_agrees_with_its_bits(raw in proptest::prelude::any::<u64>(), d in 0..DType::ALL.len()) {
+            let dtype = DType::ALL[d];
+            let bits = raw & width_mask(dtype);
+            let text = serde_json::to_string(&encode(dtype, bits)).unwrap();
+            let back: ScalarValue = serde_json::from_str(&text).unwrap();
+            proptest::prop_assert!(agrees(back, dtype, bits), "{dtype:?} {bits:#x} {text}");
+        }
+    }
+
+    #[test]
+    fn an_edited_value_or_bits_disagrees() {
+        let f = |x: f32| u64::from(x.to_bits());
+        assert!(!agrees(ScalarValue::F64(0.25), DType::Float32, f(2.0)));
+        assert!(!agrees(ScalarValue::F64(0.1), DType::Float32, f(0.1) + 1));
+        assert!(!agrees(ScalarValue::Int(3), DType::Int32, 4));
+        assert!(!agrees(ScalarValue::F64(3.5), DType::Int32, 3));
+        // Bits above the dtype's width are the slot's, not the value's.
+        assert!(agrees(ScalarValue::Int(-1), DType::Int32, u64::MAX));
+        assert!(agrees(ScalarValue::Int(-1), DType::Int32, 0xffff_ffff));
+        assert!(!agrees(ScalarValue::F64(f64::NAN), DType::Float32, f(1.0)));
+        // Any NaN is a NaN: "nan" keeps no payload.
+        assert!(agrees(
+            ScalarValue::F64(f64::NAN),
+            DType::Float32,
+            0x7fc0_0001
+        ));
+        assert!(!agrees(ScalarValue::F64(-0.0), DType::Float32, f(0.0)));
+        let m = disagreement(ScalarValue::F64(0.25), DType::Float32, f(2.0));
+        assert_eq!(
+            m,
+            "0.25 but bits 0x0000000040000000 is 2.0 as FLOAT32: one of them was edited (keep one, remove the other)"
+        );
+        assert!(same_scalar(DType::Bfloat16, 0x7fc1, 0x7fc0));
+        assert!(!same_scalar(DType::Int16, 0x7fc1, 0x7fc0));
     }
 
     #[test]

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use simpler_core::MAX_DIMS;
 use simpler_format::args_dump::{ArgsDump, OrchArg};
-use simpler_format::files::ARGS_FILE;
+use simpler_format::files::{read_regular, ARGS_FILE};
+use simpler_format::scalar::{agrees, disagreement};
 use simpler_format::vocab::Kind;
 use simpler_format::{Error, ErrorKind, SCHEMA_VERSION};
 
@@ -19,6 +20,16 @@ pub struct ArgsFile {
     pub path: PathBuf,
     /// Its content.
     pub doc: ArgsDump,
+}
+
+/// The JSON object in `text` names a `workload`, as an orchestration args
+/// dump does and the upstream layout's per-task records never do.
+fn names_a_workload(text: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Head {
+        workload: Option<serde::de::IgnoredAny>,
+    }
+    serde_json::from_slice::<Head>(text).is_ok_and(|h| h.workload.is_some())
 }
 
 /// Find `args_dump.json` given the file, a run directory or its
@@ -43,12 +54,33 @@ impl ArgsFile {
         Ok(ArgsFile { path, doc })
     }
 
+    /// [`ArgsFile::open`] for a file only named like ours: `None` when it
+    /// is not one (the upstream layout's per-task records share the name
+    /// `args_dump.json` but name no `workload`), so the caller tries that
+    /// reader; this reader's error when it is one, damaged, so the user
+    /// reads what is wrong with it rather than another format's complaint.
+    ///
+    /// # Errors
+    /// As for [`ArgsFile::open`], for a file that names a `workload`.
+    pub fn open_if_ours(path: &Path) -> Result<Option<ArgsFile>, Error> {
+        let text = read_regular(path)?;
+        match Self::parse(path, &text) {
+            Ok(doc) => Ok(Some(ArgsFile {
+                path: path.to_path_buf(),
+                doc,
+            })),
+            Err(e) if names_a_workload(&text) => Err(e),
+            Err(_) => Ok(None),
+        }
+    }
+
     /// Validate `text` as the content of `path`: `schema_version` 1;
     /// `total_args` equals the entries; every `arg_index` increasing (and
     /// equal to its position when nothing was dropped); tensors have a
     /// role, `shape` (at most 5 dims, element count within 64 bits), one
     /// stride per dimension, `start_offset`, `addr` and `nbytes` = elements
-    /// × element size; scalars have `bits`.
+    /// × element size; scalars have `bits`, and a `value` that agrees
+    /// with them.
     ///
     /// # Errors
     /// As for [`ArgsFile::open`].
@@ -119,15 +151,6 @@ impl ArgsFile {
     }
 }
 
-/// A whole small JSON file, opened as a regular file only.
-pub(crate) fn read_regular(path: &Path) -> Result<Vec<u8>, Error> {
-    use std::io::Read;
-    let mut f = crate::open::open_regular(path)?;
-    let mut text = Vec::new();
-    f.read_to_end(&mut text).map_err(|e| Error::io(path, e))?;
-    Ok(text)
-}
-
 /// Value checks of one argument: `(field, message)` on the first problem.
 fn check_arg(a: &OrchArg) -> Result<(), (&'static str, String)> {
     let missing = |f: &'static str| (f, "missing (required for tensor arguments)".to_string());
@@ -185,8 +208,13 @@ fn check_arg(a: &OrchArg) -> Result<(), (&'static str, String)> {
             }
         }
         Kind::Scalar => {
-            if a.bits.is_none() {
+            let Some(bits) = a.bits else {
                 return Err(("bits", "missing (required for scalar arguments)".into()));
+            };
+            if let Some(v) = a.value {
+                if !agrees(v, a.dtype, bits.0) {
+                    return Err(("value", disagreement(v, a.dtype, bits.0)));
+                }
             }
         }
     }

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use simpler_core::DType;
 use simpler_format::files::KERNEL_ARGS_FILE;
 use simpler_format::kernel_args::{ContextKind, Dispatch, KernelArgsDump, Slot};
+use simpler_format::scalar::{agrees, disagreement};
 use simpler_format::vocab::Kind;
 use simpler_format::{Error, ErrorKind, SCHEMA_VERSION};
 
@@ -41,7 +42,7 @@ impl KernelArgsFile {
     /// (named with its path), or values that contradict each other.
     pub fn open(path: impl AsRef<Path>) -> Result<KernelArgsFile, Error> {
         let path = resolve(path.as_ref())?;
-        let text = crate::args::read_regular(&path)?;
+        let text = simpler_format::files::read_regular(&path)?;
         let doc = Self::parse(&path, &text)?;
         Ok(KernelArgsFile { path, doc })
     }
@@ -183,12 +184,12 @@ fn check_dispatch(d: &Dispatch) -> Result<(), Bad> {
                 format!("{} is a context slot or beyond", a.arg_index),
             );
         }
-        if DType::from_name(&a.dtype).is_none() {
+        let Some(dtype) = DType::from_name(&a.dtype) else {
             return bad(
                 &f("dtype"),
                 format!("unknown dtype {}", simpler_format::quoted(&a.dtype)),
             );
-        }
+        };
         match a.kind {
             Kind::Tensor if tensors_done => {
                 return bad(&f("kind"), "a tensor slot after a scalar slot".into())
@@ -196,8 +197,11 @@ fn check_dispatch(d: &Dispatch) -> Result<(), Bad> {
             Kind::Tensor => check_tensor_slot(a, &f)?,
             Kind::Scalar => {
                 tensors_done = true;
-                if a.bits.is_none() {
+                let Some(bits) = a.bits else {
                     return bad(&f("bits"), "missing (required for scalar slots)".into());
+                };
+                if let Some(v) = a.value.filter(|&v| !agrees(v, dtype, bits.0)) {
+                    return bad(&f("value"), disagreement(v, dtype, bits.0));
                 }
             }
         }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use simpler_core::{TaskId, MAX_DIMS};
 use simpler_format::hex::STRICT_FORM;
-use simpler_format::scalar::{decode, decode_upstream, BitsOrigin};
+use simpler_format::scalar::{agrees, decode, decode_upstream, disagreement, BitsOrigin};
 use simpler_format::tensor_dump::{HexField, Layout, Record as Wire};
 use simpler_format::vocab::{Kind, Stage};
 use simpler_format::{echo, Error, ErrorKind};
@@ -282,7 +282,10 @@ impl Context {
             self.hex(b, "bits", bad)?;
             if self.layout.is_strict() {
                 if let Some(v) = &w.value {
-                    v.native().map_err(|m| bad("value", m))?;
+                    let v = v.native().map_err(|m| bad("value", m))?;
+                    if !agrees(v, w.dtype, b.value) {
+                        return Err(bad("value", disagreement(v, w.dtype, b.value)));
+                    }
                 }
             }
             return Ok((Some(b.value), Some(BitsOrigin::Recorded)));

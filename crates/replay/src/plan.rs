@@ -9,11 +9,12 @@ use simpler_core::{
     ArgRole, ChipTensor, DType, TaskId, MAX_DIMS,
 };
 use simpler_format::hex::parse_lenient as parse_hex_u64;
+use simpler_format::scalar::same_scalar;
 use simpler_format::vocab::parse_role;
 
 use crate::spec::{
-    both_nan, number_bits, parse_raw, value_text, ArgSpec, DataSource, DispatchIdentity, Number,
-    ReplaySpec, Tolerance, SPEC_SCHEMA_VERSION,
+    number_bits, parse_raw, value_text, ArgSpec, DataSource, DispatchIdentity, Number, ReplaySpec,
+    Tolerance, SPEC_SCHEMA_VERSION,
 };
 use crate::ReplayError;
 
@@ -695,7 +696,7 @@ pub fn fill_bits(d: &DataSource, dtype: DType) -> Result<u64, String> {
     };
     match (from_value, from_bits) {
         (None, None) => Err("a fill needs \"value\" or \"bits\"".into()),
-        (Some(v), Some(b)) if v != b && !both_nan(dtype, v, b) => Err(format!(
+        (Some(v), Some(b)) if !same_scalar(dtype, v, b) => Err(format!(
             "value encodes to 0x{v:x} but bits is 0x{b:x}: give one of them"
         )),
         (Some(v), _) => Ok(v),
@@ -733,7 +734,7 @@ fn scalar_arg(bad: &Bad<'_>, p: &str, a: &ArgSpec, dtype: DType) -> Result<Scala
                 "a scalar slot needs \"bits\" (0x…) or \"value\"".into(),
             ))
         }
-        (Some(v), Some(b)) if v != b && !both_nan(dtype, v, b) => {
+        (Some(v), Some(b)) if !same_scalar(dtype, v, b) => {
             return Err(bad(
                 &f("value"),
                 format!(

@@ -44,7 +44,6 @@
 
 use std::path::{Path, PathBuf};
 
-use half::{bf16, f16};
 use serde::{Deserialize, Serialize};
 use simpler_core::{
     abi::{GLOBAL_CONTEXT_SLOT, LOCAL_CONTEXT_SLOT},
@@ -517,23 +516,6 @@ impl From<ScalarValue> for Number {
     }
 }
 
-pub(crate) fn width_mask(dtype: DType) -> u64 {
-    match dtype.size() {
-        8 => u64::MAX,
-        w => (1u64 << (8 * w)) - 1,
-    }
-}
-
-pub(crate) fn both_nan(dtype: DType, a: u64, b: u64) -> bool {
-    let nan = |x: u64| match dtype {
-        DType::Float32 => f32::from_bits(x as u32).is_nan(),
-        DType::Float16 => f16::from_bits(x as u16).is_nan(),
-        DType::Bfloat16 => bf16::from_bits(x as u16).is_nan(),
-        _ => false,
-    };
-    nan(a) && nan(b)
-}
-
 /// Element (or slot) bits of `n` in `dtype`, zero-extended to 64 bits as a
 /// scalar slot holds them (an INT32 −1 is `0x00000000ffffffff`): the one
 /// codec ([`simpler_format::scalar::decode`]); FP8/FP4 take raw bits only.
@@ -565,7 +547,7 @@ pub(crate) fn parse_raw(s: &str, dtype: DType, slot: bool) -> Result<u64, String
             simpler_format::quoted(s)
         )
     })?;
-    if !slot && v & !width_mask(dtype) != 0 {
+    if !slot && v & !simpler_format::scalar::width_mask(dtype) != 0 {
         return Err(format!(
             "{s} does not fit one {} element ({} bits)",
             dtype.name(),
