@@ -12,10 +12,14 @@ use simpler_format::words::count;
 /// The run directory of a dumping run. Created atomically and registered
 /// as unfinished (a second signal removes it if empty); kept once it holds
 /// a file, removed when the run wrote nothing — also on an early error,
-/// when this guard is dropped.
+/// when this guard is dropped — and with it the folders created to hold
+/// it (`--output new/run`'s `new/`, the first run's `outputs/`), when
+/// nothing else has come into them.
 #[derive(Debug)]
 pub struct RunDir {
     path: PathBuf,
+    /// Parent folders this run created, outermost first.
+    parents: Vec<PathBuf>,
     settled: bool,
 }
 
@@ -29,16 +33,19 @@ impl RunDir {
     /// Returns true when it was kept.
     pub fn settle(mut self) -> bool {
         self.settled = true;
-        settle(&self.path)
+        settle(&self.path, &self.parents)
     }
 }
 
-fn settle(path: &Path) -> bool {
+fn settle(path: &Path, parents: &[PathBuf]) -> bool {
     let has_files = std::fs::read_dir(path).is_ok_and(|mut d| d.next().is_some());
-    if has_files {
-        simpler_format::durable::keep_dir(path);
-    } else {
-        simpler_format::durable::remove_dir_if_empty(path);
+    for d in std::iter::once(path).chain(parents.iter().rev().map(PathBuf::as_path)) {
+        if has_files {
+            simpler_format::durable::keep_dir(d);
+        } else {
+            // A parent another run has since put its folder in stays.
+            simpler_format::durable::remove_dir_if_empty(d);
+        }
     }
     has_files
 }
@@ -46,7 +53,7 @@ fn settle(path: &Path) -> bool {
 impl Drop for RunDir {
     fn drop(&mut self) {
         if !self.settled {
-            settle(&self.path);
+            settle(&self.path, &self.parents);
         }
     }
 }
@@ -103,31 +110,61 @@ pub fn create_run_dir(
     workload: &str,
     case: &str,
 ) -> Result<RunDir> {
-    let path = match output {
+    let (path, parents) = match output {
         Some(dir) => create_output(dir)?,
         None => fresh_run_dir(root, workload, case)?,
     };
     Ok(RunDir {
         path,
+        parents,
         settled: false,
     })
+}
+
+/// How often a folder is created again when a parent vanished under it
+/// (another run that created that parent failed and removed it).
+const PARENT_RETRIES: usize = 8;
+
+/// Create `dir`'s missing parents (registered: a signal removes them if
+/// empty), then `dir` itself with `create`, again when a parent vanished
+/// in between. The parents created here, outermost first.
+fn with_parents(
+    dir: &Path,
+    mut create: impl FnMut() -> std::io::Result<()>,
+) -> Result<(Vec<PathBuf>, std::io::Result<()>), std::io::Error> {
+    let mut parents = Vec::new();
+    for _ in 0..PARENT_RETRIES {
+        if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+            parents.extend(simpler_format::durable::create_dir_all(parent)?);
+        }
+        match create() {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            r => return Ok((parents, r)),
+        }
+    }
+    Ok((parents, create()))
 }
 
 /// Create `--output DIR` in one step (its parents first): an existing
 /// directory or file is refused, and of two runs racing for one name only
 /// one gets it.
-fn create_output(dir: &Path) -> Result<PathBuf> {
-    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).with_context(|| {
+fn create_output(dir: &Path) -> Result<(PathBuf, Vec<PathBuf>)> {
+    let (parents, created) = with_parents(dir, || simpler_format::durable::create_dir(dir))
+        .with_context(|| {
             format!(
                 "--output {}: cannot create its parent folder",
                 dir.display()
             )
         })?;
-    }
-    match simpler_format::durable::create_dir(dir) {
-        Ok(()) => Ok(dir.to_path_buf()),
+    let unused = |parents: &[PathBuf]| {
+        for p in parents.iter().rev() {
+            simpler_format::durable::remove_dir_if_empty(p);
+        }
+    };
+    match created {
+        Ok(()) => Ok((dir.to_path_buf(), parents)),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            unused(&parents);
             if dir.is_dir() {
                 bail!(
                     "--output {}: the directory already exists and is never overwritten; choose a new one",
@@ -139,37 +176,60 @@ fn create_output(dir: &Path) -> Result<PathBuf> {
                 dir.display()
             )
         }
-        Err(e) => bail!(
-            "--output {}: cannot create the directory: {e}",
-            dir.display()
-        ),
+        Err(e) => {
+            unused(&parents);
+            bail!(
+                "--output {}: cannot create the directory: {e}",
+                dir.display()
+            )
+        }
     }
 }
 
 /// Create `outputs/<workload>_<case>_<YYYYmmdd_HHMMSS>`, with `_2`, `_3`, …
 /// when a run of the same second already took the name (each name is
-/// claimed by one atomic create).
-pub fn fresh_run_dir(root: &Path, workload: &str, case: &str) -> Result<PathBuf> {
-    std::fs::create_dir_all(root).with_context(|| format!("cannot create {}", root.display()))?;
+/// claimed by one atomic create); and `outputs/` first when missing. The
+/// directory and the parents created for it.
+pub fn fresh_run_dir(root: &Path, workload: &str, case: &str) -> Result<(PathBuf, Vec<PathBuf>)> {
     let ts = chrono::Local::now().format("%Y%m%d_%H%M%S");
     let base = format!("{workload}_{case}_{ts}");
-    for n in 1..1000 {
-        let name = if n == 1 {
-            base.clone()
-        } else {
-            format!("{base}_{n}")
-        };
-        let p = root.join(name);
-        match simpler_format::durable::create_dir(&p) {
-            Ok(()) => return Ok(p),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => bail!("cannot create {}: {e}", p.display()),
+    let mut found = None;
+    let (parents, created) = with_parents(&root.join(&base), || {
+        for n in 1..1000 {
+            let name = if n == 1 {
+                base.clone()
+            } else {
+                format!("{base}_{n}")
+            };
+            let p = root.join(name);
+            match simpler_format::durable::create_dir(&p) {
+                Ok(()) => {
+                    found = Some(p);
+                    return Ok(());
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
         }
+        Ok(())
+    })
+    .with_context(|| format!("cannot create {}", root.display()))?;
+    if let Err(e) = created {
+        for p in parents.iter().rev() {
+            simpler_format::durable::remove_dir_if_empty(p);
+        }
+        bail!(
+            "cannot create a run directory under {}: {e}",
+            root.display()
+        );
     }
-    bail!(
-        "cannot find a fresh run directory name under {}",
-        root.display()
-    )
+    match found {
+        Some(p) => Ok((p, parents)),
+        None => bail!(
+            "cannot find a fresh run directory name under {}",
+            root.display()
+        ),
+    }
 }
 
 /// One line per file the dump wrote.

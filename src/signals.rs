@@ -13,6 +13,12 @@
 //! Signals are taken on a thread of their own (`signal-hook`'s iterator),
 //! so the handling is ordinary code, not async-signal-safe code.
 //!
+//! SIGXFSZ is ignored: a write past the file-size limit (`ulimit -f`)
+//! then fails with EFBIG, which the dump handles like a full disk (an
+//! incomplete manifest describing what fits, `write failed: File too
+//! large`), instead of the signal killing the process with its `.tmp`
+//! files left behind.
+//!
 //! SIGHUP usually means the terminal is gone: writing to it then fails
 //! (EIO), and a `println!` of the run's summary would panic after the dump
 //! was exported (exit 101, not 129). So on SIGHUP the standard streams that
@@ -67,11 +73,17 @@ fn name(sig: i32) -> &'static str {
     }
 }
 
-/// Take SIGINT, SIGTERM and SIGHUP from now on (call first thing in `main`).
+/// Take SIGINT, SIGTERM and SIGHUP from now on, and ignore SIGXFSZ (call
+/// first thing in `main`).
 ///
 /// # Errors
 /// When the handlers cannot be installed.
 pub fn install() -> Result<()> {
+    // SAFETY: setting a signal's disposition to SIG_IGN installs no
+    // handler code; it only changes what the kernel does with SIGXFSZ.
+    if unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) } == libc::SIG_ERR {
+        return Err(std::io::Error::last_os_error()).context("cannot ignore SIGXFSZ");
+    }
     let mut signals =
         Signals::new([SIGINT, SIGTERM, SIGHUP]).context("cannot install the signal handlers")?;
     let s = state();

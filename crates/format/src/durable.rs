@@ -449,13 +449,16 @@ pub fn os_message(e: &io::Error) -> String {
     }
 }
 
-/// True for "the disk is full" (ENOSPC) and "over quota" (EDQUOT), the
-/// errors that freeing space can cure.
+/// True for "the disk is full" (ENOSPC), "over quota" (EDQUOT) and "file
+/// too large" (EFBIG: the file-size limit, `ulimit -f`, once SIGXFSZ is
+/// ignored), the errors that a shorter payload can cure.
 pub fn is_disk_full(e: &io::Error) -> bool {
     const EDQUOT: i32 = 122;
+    const EFBIG: i32 = 27;
     e.kind() == io::ErrorKind::StorageFull
         || e.kind() == io::ErrorKind::QuotaExceeded
-        || e.raw_os_error() == Some(EDQUOT)
+        || e.kind() == io::ErrorKind::FileTooLarge
+        || matches!(e.raw_os_error(), Some(EDQUOT | EFBIG))
 }
 
 #[cfg(test)]
@@ -566,6 +569,12 @@ mod tests {
         assert_eq!(os_message(&e), "No space left on device");
         assert!(is_disk_full(&e));
         assert!(!is_disk_full(&io::Error::from_raw_os_error(5)));
+        let e = io::Error::from_raw_os_error(27);
+        assert_eq!(os_message(&e), "File too large");
+        assert!(
+            is_disk_full(&e),
+            "a file-size limit is cured like a full disk"
+        );
     }
 
     #[test]

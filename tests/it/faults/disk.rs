@@ -130,3 +130,51 @@ fn when_not_even_the_manifest_fits_nothing_is_left() {
         );
     }
 }
+
+/// A file-size limit (`ulimit -f`, RLIMIT_FSIZE) is a full disk that
+/// needs no mount: the `.bin` stops growing at 20 MiB. Without SIGXFSZ
+/// ignored the kernel killed the run there (exit 153), its
+/// `tensor_dump.bin.tmp` left behind and no manifest; now the write fails
+/// with EFBIG and the dump keeps what fits, like on a full disk.
+#[test]
+fn a_file_size_limit_keeps_what_fits_instead_of_killing_the_run() {
+    const REASON: &str = "write failed: File too large";
+    let reference = case_large();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut args = super::CASE_LARGE.to_vec();
+    args.extend(["--output", "run"]);
+    // 20 480 blocks of 1 KiB (bash and dash both count `ulimit -f` so).
+    let out = std::process::Command::new("sh")
+        .args(["-c", r#"ulimit -f 20480 && exec "$0" "$@""#])
+        .arg(super::binary())
+        .args(&args)
+        .current_dir(tmp.path())
+        .env("SIMPLER_TEST_WORKLOADS", "1")
+        .output()
+        .unwrap();
+    let (_, err) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(&format!("error: {REASON}")), "{err}");
+    assert!(err.contains("tensor dump (status incomplete)"), "{err}");
+    let l = Loaded::open(&tmp.path().join("run"));
+    l.check_structure();
+    assert_eq!(l.m.header.status, Some(Status::Incomplete));
+    assert_eq!(l.m.header.reason.as_deref(), Some(REASON));
+    assert!(l.m.header.dropped_records > 0, "a 176 MiB dump cannot fit");
+    assert!(
+        err.contains(&format!(
+            "LOST: {} records dropped",
+            l.m.header.dropped_records
+        )),
+        "{err}"
+    );
+    assert!(
+        l.bin.len() <= 20 << 20,
+        "{} bytes past the limit",
+        l.bin.len()
+    );
+    let n = assert_records_match(&l, reference, "CaseLarge under ulimit -f 20480");
+    assert!(n > 1000, "only {n} records kept");
+    assert_no_tmp(tmp.path());
+    super::assert_view_loads(tmp.path(), Path::new("run"));
+}

@@ -113,7 +113,32 @@ fn a_run_that_fails_before_writing_anything_leaves_no_directory() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("global memory exhausted"), "{err}");
     assert!(err.contains("nothing was kept: removed out/run"), "{err}");
-    assert!(!tmp.path().join("out/run").exists());
+    // `out/` too: the run created it (it was left behind).
+    assert!(
+        super::files(tmp.path()).is_empty() && !tmp.path().join("out").exists(),
+        "left behind: {:?}",
+        super::files(tmp.path())
+    );
+    // Without --output: the run directory, and the `outputs/` it created.
+    let o = run(
+        tmp.path(),
+        &[
+            "run",
+            "paged_attention",
+            "--case",
+            "CaseBench",
+            "--dump-tensor",
+            "--gm-mib",
+            "1",
+        ],
+    );
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("nothing was kept: removed outputs/paged_attention_CaseBench_"),
+        "{err}"
+    );
+    assert!(!tmp.path().join("outputs").exists(), "outputs/ left behind");
     // The retry is not blocked.
     let o = run(
         tmp.path(),
