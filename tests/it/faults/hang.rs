@@ -179,3 +179,114 @@ fn case_large_under_a_short_timeout() {
     assert_no_tmp(tmp.path());
     assert_view_loads(tmp.path(), Path::new("run"));
 }
+
+/// `--dump-all` on a hung run stopped by SIGTERM: the orchestration args
+/// dump and the kernel args dump are written beside the incomplete
+/// manifest, the CLI names them, and all three describe the same run:
+/// one dispatch per dispatched task (T0, T1, T3: the tasks with
+/// `before_dispatch` records), each running one on the core the manifest
+/// lists it on, every tensor slot at its records' address and shape; the
+/// orchestration's `x` and `acc` are T0's input and T1's inout.
+#[test]
+fn a_signalled_hung_run_also_writes_its_args_and_kernel_args_dumps() {
+    use simpler_format::{args_dump::ArgsDump, kernel_args::KernelArgsDump, vocab::Kind};
+    let tmp = tempfile::tempdir().unwrap();
+    let args: Vec<&str> = STALL
+        .iter()
+        .map(|&a| {
+            if a == "--dump-tensor" {
+                "--dump-all"
+            } else {
+                a
+            }
+        })
+        .collect();
+    let mut child = Running::start(tmp.path(), &args);
+    child.wait_for_lines("stall: hanging", 1);
+    child.wait_for_lines("stall_cube: hanging", 1);
+    child.wait_for_lines("stall: all 8 tasks submitted", 1);
+    child.signal("TERM");
+    let (status, err) = child.finish();
+    assert_eq!(status, Some(143), "{err}");
+    check_stall_dump(&tmp.path().join("run"), "interrupted by SIGTERM");
+    for line in [
+        "args dump: run/tensor_dump/args_dump.json",
+        "kernel args dump: 3 dispatches -> run/tensor_dump/kernel_args_dump.json",
+    ] {
+        assert!(err.contains(line), "{line:?} not said: {err}");
+    }
+    let l = Loaded::open(&tmp.path().join("run"));
+    let dir = tmp.path().join("run/tensor_dump");
+    let read = |name: &str| std::fs::read(dir.join(name)).unwrap();
+    let k: KernelArgsDump = serde_json::from_slice(&read("kernel_args_dump.json")).unwrap();
+    assert_eq!((k.schema_version, k.dropped_dispatches), (1, 0));
+    assert_eq!(k.total_dispatches, k.dispatches.len() as u64);
+    let slots: usize = k.dispatches.iter().map(|d| d.args.len()).sum();
+    assert_eq!(k.total_args, slots as u64);
+    assert!(k
+        .dispatches
+        .windows(2)
+        .all(|w| w[0].dispatch_id < w[1].dispatch_id));
+    let mut seen: Vec<(u64, u32, &str)> = k
+        .dispatches
+        .iter()
+        .map(|d| (d.task_id.0, d.func_id, d.core_type.as_str()))
+        .collect();
+    seen.sort_unstable();
+    assert_eq!(
+        seen,
+        [(id(0), 0, "aiv"), (id(1), 1, "aiv"), (id(3), 2, "aic")]
+    );
+    let unfinished = l.m.header.unfinished_tasks.as_ref().unwrap();
+    let mut compared = 0;
+    for d in &k.dispatches {
+        if let Some(t) = unfinished.iter().find(|t| t.task_id.0 == d.task_id.0) {
+            assert_eq!(
+                t.cores,
+                [d.core_id],
+                "{}: dispatched on another core",
+                d.task_id
+            );
+        }
+        assert_eq!(d.args.len(), if d.func_id == 1 { 3 } else { 2 });
+        for s in &d.args {
+            assert_eq!(s.kind, Kind::Tensor);
+            let recs =
+                l.m.tensors
+                    .iter()
+                    .filter(|r| r.task_id.value == d.task_id.0 && r.arg_index == s.arg_index);
+            for r in recs {
+                let what = format!("{} {} arg {}", d.task_id, r.stage, r.arg_index);
+                assert_eq!(r.addr.map(|a| a.value), s.addr.map(|a| a.0), "{what}");
+                assert_eq!(Some(&r.shape), s.shape.as_ref(), "{what}");
+                compared += 1;
+            }
+        }
+    }
+    assert_eq!(compared, l.m.tensors.len(), "every record has its slot");
+    let a: ArgsDump = serde_json::from_slice(&read("args_dump.json")).unwrap();
+    assert_eq!((a.workload.as_str(), a.case.as_str()), ("stall", "Default"));
+    assert_eq!((a.total_args, a.args.len(), a.dropped_args), (2, 2, 0));
+    let idx = l.index();
+    let before = |task: u64, arg: u32, role: &str| {
+        let role = simpler_format::vocab::parse_role(role).unwrap();
+        idx[&(id(task), Stage::BeforeDispatch, arg, role)]
+    };
+    for (o, r) in a
+        .args
+        .iter()
+        .zip([before(0, 0, "input"), before(1, 1, "inout")])
+    {
+        assert_eq!(o.role, Some(r.role), "arg {}", o.arg_index);
+        assert_eq!(
+            o.addr.map(|h| h.0),
+            r.addr.map(|h| h.value),
+            "arg {}",
+            o.arg_index
+        );
+        assert_eq!(
+            (o.shape.as_ref(), o.nbytes),
+            (Some(&r.shape), Some(r.bin_size))
+        );
+    }
+}

@@ -104,6 +104,29 @@ fn a_fifo_as_bin_file_or_manifest_is_refused_not_waited_on() {
         e.contains("a device") || e.contains("outside the dump folder"),
         "{e}"
     );
+    // A device node inside the folder itself (mknod needs CAP_MKNOD).
+    std::fs::remove_file(dir2.join("null")).unwrap();
+    let made = std::process::Command::new("mknod")
+        .arg(dir2.join("null"))
+        .args(["c", "1", "3"])
+        .output()
+        .unwrap();
+    if !made.status.success() {
+        eprintln!(
+            "SKIPPED the device node: mknod: {}",
+            String::from_utf8_lossy(&made.stderr).trim()
+        );
+        return;
+    }
+    let e = open_guarded(dir2.clone())
+        .expect("reader hung on a device")
+        .unwrap_err();
+    assert!(matches!(e.kind, ErrorKind::NotRegular("a device")), "{e}");
+    assert!(
+        e.to_string()
+            .contains("null: not a regular file (a device)"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -198,6 +221,62 @@ fn a_truncated_record_beside_truncated_tensors_0_is_an_error() {
         ),
         "{e}"
     );
+}
+
+/// The two other counters a record flags: `dropped_overwrite` (records
+/// flagged overwritten) and `hang_snapshot` (records at that stage), each
+/// checked both ways — a flagged record the header does not count, and a
+/// count no record backs.
+#[test]
+fn overwritten_and_hang_snapshot_counters_must_agree_with_records() {
+    use simpler_format::vocab::{Stage, Status};
+    let tmp = tempfile::tempdir().unwrap();
+    let open = |name: &str, m: &Manifest, bin: &[u8]| {
+        let dir = common::write(&tmp.path().join(name), m, bin);
+        Dump::open(&dir).map(|d| d.records().len())
+    };
+    let (mut m, bin) = three();
+    m.tensors[2].overwritten = true;
+    m.header.dropped_overwrite = 1;
+    assert_eq!(open("overwritten_ok", &m, &bin).unwrap(), 3);
+    for (n, want) in [
+        (
+            0,
+            "header field dropped_overwrite is 0 but the records have 1 record flagged overwritten",
+        ),
+        (
+            2,
+            "header field dropped_overwrite is 2 but the records have 1 record flagged overwritten",
+        ),
+    ] {
+        m.header.dropped_overwrite = n;
+        let e = open(&format!("overwritten_{n}"), &m, &bin).unwrap_err();
+        assert!(matches!(e.kind, ErrorKind::Counter { .. }), "{e}");
+        assert!(e.to_string().ends_with(want), "{e}");
+    }
+
+    let (mut m, bin) = three();
+    m.tensors[2].stage = Stage::HangSnapshot;
+    m.header.after_completion = 0;
+    m.header.hang_snapshot = 1;
+    m.header.status = Some(Status::Incomplete);
+    m.header.reason = Some("interrupted by SIGINT".into());
+    assert_eq!(open("hang_ok", &m, &bin).unwrap(), 3);
+    for (n, want) in [
+        (
+            0,
+            "header field hang_snapshot is 0 but the records have 1 at that stage",
+        ),
+        (
+            2,
+            "header field hang_snapshot is 2 but the records have 1 at that stage",
+        ),
+    ] {
+        m.header.hang_snapshot = n;
+        let e = open(&format!("hang_{n}"), &m, &bin).unwrap_err();
+        assert!(matches!(e.kind, ErrorKind::Counter { .. }), "{e}");
+        assert!(e.to_string().ends_with(want), "{e}");
+    }
 }
 
 #[test]
