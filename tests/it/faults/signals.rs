@@ -164,3 +164,101 @@ fn sighup_after_the_terminal_hung_up_exits_129_with_a_loadable_dump() {
     assert_no_tmp(tmp.path());
     assert_view_loads(tmp.path(), Path::new("run"));
 }
+
+/// The first signal during any command other than `run` aborts at once
+/// and removes what that command left unfinished: `dump view --export
+/// npy` of CaseLarge's dump, interrupted once its first files are there,
+/// exits 130 and leaves no temporary file; every `.npy` it finished is
+/// whole — its header names the record's shape, its data are the record's
+/// payload or a scalar's bits (bf16 widened to f32, exactly).
+#[test]
+fn sigint_during_an_export_leaves_only_whole_files() {
+    use simpler_core::DType;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut args = CASE_LARGE.to_vec();
+    args.extend(["--output", "run"]);
+    let o = run(tmp.path(), &args);
+    assert_eq!(o.status.code(), Some(0), "{:?}", super::text(&o));
+    let ex = tmp.path().join("ex");
+    let child = Running::start(
+        tmp.path(),
+        &["dump", "view", "run", "--export", "npy", "--out", "ex"],
+    );
+    let npy = |ex: &Path| -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(ex).map_or_else(
+            |_| Vec::new(),
+            |d| {
+                d.flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.extension().is_some_and(|x| x == "npy"))
+                    .collect()
+            },
+        )
+    };
+    let end = Instant::now() + Duration::from_secs(60);
+    while npy(&ex).is_empty() {
+        assert!(Instant::now() < end, "no exported file appeared");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    child.signal("INT");
+    let (status, err) = child.finish();
+    assert_eq!(status, Some(130), "{err}");
+    assert!(
+        err.contains("interrupted by SIGINT: aborting, unfinished files removed"),
+        "{err}"
+    );
+    assert_no_tmp(tmp.path());
+    let d = simpler_inspect::Dump::open(tmp.path().join("run")).unwrap();
+    let by_name: std::collections::HashMap<String, &simpler_inspect::Record> = d
+        .records()
+        .iter()
+        .map(|r| (simpler_inspect::export::export_file_name(r, "npy"), r))
+        .collect();
+    let files = npy(&ex);
+    assert!(
+        files.len() < by_name.len(),
+        "the export had finished: nothing was interrupted"
+    );
+    for f in &files {
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        let r = by_name
+            .get(&name)
+            .unwrap_or_else(|| panic!("{name}: no such record"));
+        let bytes = std::fs::read(f).unwrap();
+        assert_eq!(&bytes[..8], b"\x93NUMPY\x01\x00", "{name}");
+        let head_len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+        let head = std::str::from_utf8(&bytes[10..10 + head_len]).unwrap();
+        let dims: String = r.shape.iter().map(|d| format!("{d}, ")).collect();
+        assert!(
+            head.contains(&format!("'shape': ({dims})")),
+            "{name}: {head}"
+        );
+        // A scalar is a 0-d array of its slot's low bytes.
+        let payload = if r.is_scalar() {
+            let bits = r.bits.expect("a scalar of ours has its bits");
+            bits.to_le_bytes()[..r.dtype.size().min(8)].to_vec()
+        } else {
+            d.payload(r).unwrap()
+        };
+        let want = if r.dtype == DType::Bfloat16 {
+            payload
+                .chunks_exact(2)
+                .flat_map(|c| {
+                    (f32::from_bits(u32::from(u16::from_le_bytes([c[0], c[1]])) << 16))
+                        .to_le_bytes()
+                })
+                .collect()
+        } else {
+            payload
+        };
+        assert!(
+            bytes[10 + head_len..] == want[..],
+            "{name}: data differ from the record's payload"
+        );
+    }
+    eprintln!(
+        "{} of {} records exported before SIGINT",
+        files.len(),
+        by_name.len()
+    );
+}
