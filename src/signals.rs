@@ -13,6 +13,12 @@
 //! Signals are taken on a thread of their own (`signal-hook`'s iterator),
 //! so the handling is ordinary code, not async-signal-safe code.
 //!
+//! SIGQUIT (Ctrl-\\) asks for no graceful stop: like a second signal it
+//! removes every unfinished file and folder at once, then ends the process
+//! the way SIGQUIT's default does (killed by the signal, a core dump where
+//! those are enabled) — without it a quit left `tensor_dump.bin.tmp`
+//! behind.
+//!
 //! SIGXFSZ is ignored: a write past the file-size limit (`ulimit -f`)
 //! then fails with EFBIG, which the dump handles like a full disk (an
 //! incomplete manifest describing what fits, `write failed: File too
@@ -37,7 +43,7 @@ use std::{
 
 use anyhow::{Context, Result};
 use signal_hook::{
-    consts::{SIGHUP, SIGINT, SIGTERM},
+    consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM},
     iterator::Signals,
 };
 use simpler_runtime::CancelToken;
@@ -73,8 +79,8 @@ fn name(sig: i32) -> &'static str {
     }
 }
 
-/// Take SIGINT, SIGTERM and SIGHUP from now on, and ignore SIGXFSZ (call
-/// first thing in `main`).
+/// Take SIGINT, SIGTERM, SIGHUP and SIGQUIT from now on, and ignore
+/// SIGXFSZ (call first thing in `main`).
 ///
 /// # Errors
 /// When the handlers cannot be installed.
@@ -84,13 +90,21 @@ pub fn install() -> Result<()> {
     if unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) } == libc::SIG_ERR {
         return Err(std::io::Error::last_os_error()).context("cannot ignore SIGXFSZ");
     }
-    let mut signals =
-        Signals::new([SIGINT, SIGTERM, SIGHUP]).context("cannot install the signal handlers")?;
+    let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP, SIGQUIT])
+        .context("cannot install the signal handlers")?;
     let s = state();
     std::thread::Builder::new()
         .name("signals".into())
         .spawn(move || {
             for sig in signals.forever() {
+                if sig == SIGQUIT {
+                    say("quit (SIGQUIT): aborting, unfinished files removed");
+                    let _frozen = simpler_format::durable::remove_unfinished();
+                    // Dies of SIGQUIT (its default action restored and
+                    // raised); the exit is the fallback.
+                    let _ = signal_hook::low_level::emulate_default_handler(SIGQUIT);
+                    std::process::exit(128 + SIGQUIT);
+                }
                 if sig == SIGHUP {
                     leave_the_terminal(s.ttys);
                 }

@@ -131,13 +131,19 @@ impl Running {
     }
 
     /// Wait for the exit; the exit code and every stderr line.
-    pub fn finish(mut self) -> (Option<i32>, String) {
+    pub fn finish(self) -> (Option<i32>, String) {
+        let (status, err) = self.finish_status();
+        (status.code(), err)
+    }
+
+    /// Wait for the exit; the exit status and every stderr line.
+    pub fn finish_status(mut self) -> (std::process::ExitStatus, String) {
         let status = self.child.wait().unwrap();
         // The reader thread ends with the pipe.
         while let Ok(l) = self.lines.recv_timeout(Duration::from_secs(10)) {
             self.stderr.push(l);
         }
-        (status.code(), self.stderr.join("\n"))
+        (status, self.stderr.join("\n"))
     }
 }
 
