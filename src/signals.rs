@@ -17,7 +17,9 @@
 //! removes every unfinished file and folder at once, then ends the process
 //! the way SIGQUIT's default does (killed by the signal, a core dump where
 //! those are enabled) — without it a quit left `tensor_dump.bin.tmp`
-//! behind.
+//! behind. So do the other signals whose default ends a process and that
+//! a handler may take ([`ABORTING`]: `kill -USR1`, an `alarm`, a CPU-time
+//! limit): DESIGN §5 lets only SIGKILL leave a temporary file.
 //!
 //! SIGXFSZ is ignored: a write past the file-size limit (`ulimit -f`)
 //! then fails with EFBIG, which the dump handles like a full disk (an
@@ -71,16 +73,37 @@ fn state() -> &'static State {
     })
 }
 
+/// Signals that end the process by default and ask for no graceful stop:
+/// unfinished files are removed, then the process dies of the signal.
+/// (SIGSEGV, SIGBUS, SIGILL and SIGFPE cannot be taken on a thread; SIGABRT
+/// kills before one could run; SIGPIPE is ignored by Rust programs.)
+const ABORTING: [i32; 7] = [
+    SIGQUIT,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGALRM,
+    libc::SIGVTALRM,
+    libc::SIGPROF,
+    libc::SIGXCPU,
+];
+
 fn name(sig: i32) -> &'static str {
     match sig {
         SIGINT => "SIGINT",
         SIGHUP => "SIGHUP",
+        SIGQUIT => "SIGQUIT",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGUSR2 => "SIGUSR2",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGVTALRM => "SIGVTALRM",
+        libc::SIGPROF => "SIGPROF",
+        libc::SIGXCPU => "SIGXCPU",
         _ => "SIGTERM",
     }
 }
 
-/// Take SIGINT, SIGTERM, SIGHUP and SIGQUIT from now on, and ignore
-/// SIGXFSZ (call first thing in `main`).
+/// Take SIGINT, SIGTERM, SIGHUP and the [`ABORTING`] signals from now on,
+/// and ignore SIGXFSZ (call first thing in `main`).
 ///
 /// # Errors
 /// When the handlers cannot be installed.
@@ -90,20 +113,26 @@ pub fn install() -> Result<()> {
     if unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) } == libc::SIG_ERR {
         return Err(std::io::Error::last_os_error()).context("cannot ignore SIGXFSZ");
     }
-    let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP, SIGQUIT])
+    let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP].iter().chain(&ABORTING))
         .context("cannot install the signal handlers")?;
     let s = state();
     std::thread::Builder::new()
         .name("signals".into())
         .spawn(move || {
             for sig in signals.forever() {
-                if sig == SIGQUIT {
-                    say("quit (SIGQUIT): aborting, unfinished files removed");
+                if ABORTING.contains(&sig) {
+                    say(&format!(
+                        "{}: aborting, unfinished files removed",
+                        match sig {
+                            SIGQUIT => "quit (SIGQUIT)",
+                            other => name(other),
+                        }
+                    ));
                     let _frozen = simpler_format::durable::remove_unfinished();
-                    // Dies of SIGQUIT (its default action restored and
+                    // Dies of the signal (its default action restored and
                     // raised); the exit is the fallback.
-                    let _ = signal_hook::low_level::emulate_default_handler(SIGQUIT);
-                    std::process::exit(128 + SIGQUIT);
+                    let _ = signal_hook::low_level::emulate_default_handler(sig);
+                    std::process::exit(128 + sig);
                 }
                 if sig == SIGHUP {
                     leave_the_terminal(s.ttys);

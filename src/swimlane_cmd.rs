@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use simpler_format::swimlane::{PERFETTO_FILE, RECORDS_FILE};
+use simpler_format::swimlane::{DEPS_FILE, PERFETTO_FILE, RECORDS_FILE};
 use simpler_format::words::count;
 
 /// `simpler swimlane`.
@@ -85,6 +85,12 @@ pub fn swimlane(a: &SwimlaneArgs) -> Result<ExitCode> {
     }
     let report = crate::progress::in_steps("swimlane", "reading the files", |steps| {
         let files = simpler_swimlane::RunFiles::load(&dir)?;
+        if files.deps.is_none() {
+            eprintln!(
+                "note: {} has no {DEPS_FILE}: no dependency edges are known, so each task is its own critical path",
+                dir.display()
+            );
+        }
         steps.step("building the report");
         anyhow::Ok(simpler_swimlane::report::render(&files.timeline(), a.top))
     })?;

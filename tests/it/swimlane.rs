@@ -654,3 +654,35 @@ fn a_fifo_in_place_of_a_swimlane_file_is_refused_not_waited_on() {
         assert!(!all.contains("panicked"), "{all}");
     }
 }
+
+/// A folder without `deps.json` still gets its report, and is told that
+/// its critical path knows no edges (it used to print a one-task path as
+/// if that were the run's).
+#[test]
+fn a_report_without_deps_json_says_it_knows_no_edges() {
+    let tmp = tempfile::tempdir().unwrap();
+    ok_run(
+        tmp.path(),
+        &[
+            "run",
+            "paged_attention",
+            "--case",
+            "CaseSmall1",
+            "--swimlane",
+            "--output",
+            "r",
+        ],
+    );
+    let note = "has no deps.json: no dependency edges are known";
+    let o = run(tmp.path(), &["swimlane", "r"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(!err.contains(note), "{err}");
+    assert!(out.contains("Critical path"), "{out}");
+    std::fs::remove_file(tmp.path().join("r/deps.json")).unwrap();
+    let o = run(tmp.path(), &["swimlane", "r"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains(&format!("note: r {note}")), "{err}");
+    assert!(out.contains("Critical path"), "{out}");
+}

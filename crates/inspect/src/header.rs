@@ -16,7 +16,7 @@ pub const UNDERSTOOD: &str = "1, or no schema_version for upstream and reference
 /// # Errors
 /// An unknown `schema_version`; a missing or mistyped field (with its
 /// path); in our own layout, an unknown field; a `bin_format` other than
-/// logical_contiguous / little_endian.
+/// logical_contiguous / little_endian; a dump level other than 1, 2 or 3.
 pub fn build(
     file: &Path,
     list_key: &str,
@@ -88,6 +88,17 @@ fn check(file: &Path, h: &Header, layout: Layout) -> Result<(), Error> {
                 "{} is not supported; expected \"little_endian\"",
                 quoted(&h.bin_format.byte_order)
             ),
+        ));
+    }
+    if let Some(level) = h.dump_level.filter(|l| !(1..=3).contains(l)) {
+        let field = match layout {
+            Layout::Upstream => "dump_args_level",
+            _ => "dump_level",
+        };
+        return Err(Error::header(
+            file,
+            field,
+            format!("{level}: expected 1, 2 or 3 (level 0 writes no dump)"),
         ));
     }
     if layout.is_strict() && !matches!(&h.bin_file, Some(Some(_))) {

@@ -266,41 +266,48 @@ fn sigint_during_an_export_leaves_only_whole_files() {
 /// Ctrl-\ (SIGQUIT) on a hung run: no graceful stop, but no temporary
 /// file either — it used to leave `tensor_dump.bin.tmp` in a run folder
 /// with no manifest. Every unfinished file and folder is removed, then the
-/// process dies of SIGQUIT as the user asked.
+/// process dies of SIGQUIT as the user asked. So with the other signals
+/// whose default ends a process (`kill -USR1`, an `alarm`).
 #[test]
-fn sigquit_leaves_no_temporary_file_and_dies_of_it() {
+fn sigquit_and_the_other_fatal_signals_leave_no_temporary_file_and_kill() {
     use std::os::unix::process::ExitStatusExt;
-    let tmp = tempfile::tempdir().unwrap();
-    let mut child = Running::start(
-        tmp.path(),
-        &[
-            "run",
-            "stall",
-            "--clusters",
-            "1",
-            "--workers",
-            "4",
-            "--dump-tensor",
-            "--output",
-            "run",
-        ],
-    );
-    // The payload file is open: T0's records are collected, both hung
-    // kernels have written what they write.
-    child.wait_for_lines("stall: hanging", 1);
-    child.wait_for_lines("stall_cube: hanging", 1);
-    child.wait_for_lines("stall: all 8 tasks submitted", 1);
-    child.signal("QUIT");
-    let (status, err) = child.finish_status();
-    assert_eq!(status.signal(), Some(libc::SIGQUIT), "{status:?}: {err}");
-    assert!(
-        err.contains("quit (SIGQUIT): aborting, unfinished files removed"),
-        "{err}"
-    );
-    assert_no_tmp(tmp.path());
-    assert!(
-        !tmp.path().join("run").exists(),
-        "left behind: {:?}",
-        super::files(tmp.path())
-    );
+    for (sig, num, said) in [
+        ("QUIT", libc::SIGQUIT, "quit (SIGQUIT)"),
+        ("USR1", libc::SIGUSR1, "SIGUSR1"),
+        ("ALRM", libc::SIGALRM, "SIGALRM"),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut child = Running::start(
+            tmp.path(),
+            &[
+                "run",
+                "stall",
+                "--clusters",
+                "1",
+                "--workers",
+                "4",
+                "--dump-tensor",
+                "--output",
+                "run",
+            ],
+        );
+        // The payload file is open: T0's records are collected, both hung
+        // kernels have written what they write.
+        child.wait_for_lines("stall: hanging", 1);
+        child.wait_for_lines("stall_cube: hanging", 1);
+        child.wait_for_lines("stall: all 8 tasks submitted", 1);
+        child.signal(sig);
+        let (status, err) = child.finish_status();
+        assert_eq!(status.signal(), Some(num), "{sig}: {status:?}: {err}");
+        assert!(
+            err.contains(&format!("{said}: aborting, unfinished files removed")),
+            "{sig}: {err}"
+        );
+        assert_no_tmp(tmp.path());
+        assert!(
+            !tmp.path().join("run").exists(),
+            "{sig}: left behind: {:?}",
+            super::files(tmp.path())
+        );
+    }
 }

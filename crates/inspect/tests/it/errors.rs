@@ -265,6 +265,26 @@ fn header_counters_must_agree_with_records() {
     assert!(r.is_ok());
 }
 
+/// A dump level is 1, 2 or 3: anything else is a damaged header, not a
+/// level to show ("dump level 9").
+#[test]
+fn a_dump_level_outside_1_to_3_is_refused() {
+    for level in [0, 4, 9, 255] {
+        let (e, _, manifest) = err_of(|v| v["dump_level"] = json!(level));
+        assert_eq!(
+            e,
+            format!(
+                "{}: header field dump_level: {level}: expected 1, 2 or 3 (level 0 writes no dump)",
+                manifest.display()
+            )
+        );
+    }
+    for level in [1, 2, 3] {
+        let (_t, _m, r) = mutated(|v| v["dump_level"] = json!(level));
+        assert!(r.is_ok(), "level {level}");
+    }
+}
+
 #[test]
 fn unknown_schema_version() {
     let (e, err, manifest) = err_of(|v| v["schema_version"] = json!(2));
