@@ -10,6 +10,9 @@
 //! file and folder the process registered ([`simpler_format::durable`])
 //! and exits at once with that code.
 //!
+//! A signal ignored when the process started stays ignored (`nohup`
+//! ignores SIGHUP so that a run outlives its terminal).
+//!
 //! Signals are taken on a thread of their own (`signal-hook`'s iterator),
 //! so the handling is ordinary code, not async-signal-safe code.
 //!
@@ -102,8 +105,9 @@ fn name(sig: i32) -> &'static str {
     }
 }
 
-/// Take SIGINT, SIGTERM, SIGHUP and the [`ABORTING`] signals from now on,
-/// and ignore SIGXFSZ (call first thing in `main`).
+/// Take SIGINT, SIGTERM, SIGHUP and the [`ABORTING`] signals from now on —
+/// those not ignored when the process started — and ignore SIGXFSZ (call
+/// first thing in `main`).
 ///
 /// # Errors
 /// When the handlers cannot be installed.
@@ -113,7 +117,8 @@ pub fn install() -> Result<()> {
     if unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) } == libc::SIG_ERR {
         return Err(std::io::Error::last_os_error()).context("cannot ignore SIGXFSZ");
     }
-    let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP].iter().chain(&ABORTING))
+    let taken = [SIGINT, SIGTERM, SIGHUP].iter().chain(&ABORTING);
+    let mut signals = Signals::new(taken.filter(|&&sig| !ignored_at_start(sig)))
         .context("cannot install the signal handlers")?;
     let s = state();
     std::thread::Builder::new()
@@ -159,6 +164,21 @@ pub fn install() -> Result<()> {
         })
         .context("cannot start the signal thread")?;
     Ok(())
+}
+
+/// `sig` was ignored when the process started: `nohup` ignores SIGHUP so
+/// that a run outlives its terminal, a non-interactive shell's background
+/// job ignores SIGINT and SIGQUIT. Taking it would undo what whoever
+/// started the run asked for, so it stays ignored.
+fn ignored_at_start(sig: i32) -> bool {
+    let mut old = std::mem::MaybeUninit::<libc::sigaction>::zeroed();
+    // SAFETY: with a null new action, sigaction only writes the current
+    // disposition of `sig` into `old`, valid memory of its type.
+    let r = unsafe { libc::sigaction(sig, std::ptr::null(), old.as_mut_ptr()) };
+    // SAFETY: all zeros is a valid `sigaction` (a plain C struct), and a
+    // successful call wrote a whole one over it.
+    let old = unsafe { old.assume_init() };
+    r == 0 && old.sa_sigaction == libc::SIG_IGN
 }
 
 /// Point standard output (`ttys[0]`) and error (`ttys[1]`) at

@@ -290,3 +290,31 @@ fn a_signalled_hung_run_also_writes_its_args_and_kernel_args_dumps() {
         );
     }
 }
+
+/// A run started with SIGHUP ignored (`nohup simpler run … &`, so that it
+/// outlives the terminal) keeps it ignored: the hang-up does not stop the
+/// hung run, which ends by its own `--timeout` with the same dump as
+/// without the signal.
+#[test]
+fn a_run_started_under_nohup_is_not_stopped_by_sighup() {
+    use std::os::unix::process::CommandExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cmd = super::simpler(tmp.path());
+    cmd.args(STALL).args(["--timeout", "1"]);
+    // SAFETY: between fork and exec; signal(2) is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGHUP, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let mut child = Running::spawn(cmd);
+    child.wait_for_lines("stall: hanging", 1);
+    child.wait_for_lines("stall_cube: hanging", 1);
+    child.signal("HUP");
+    let (code, err) = child.finish();
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("error: timeout after 1 s"), "{err}");
+    assert!(!err.contains("SIGHUP"), "{err}");
+    check_stall_dump(&tmp.path().join("run"), "timeout after 1 s");
+}

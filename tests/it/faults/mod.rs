@@ -35,10 +35,36 @@ pub fn binary() -> PathBuf {
     )
 }
 
-/// The `simpler` binary, test workloads enabled, in `cwd`.
+/// Signals the tests send, which a child must start with at their default
+/// disposition to take them (the binary leaves alone what it started
+/// with ignored, and the shells of this machine ignore SIGQUIT).
+const SENT: [i32; 6] = [
+    libc::SIGINT,
+    libc::SIGTERM,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGUSR1,
+    libc::SIGALRM,
+];
+
+/// The `simpler` binary, test workloads enabled, in `cwd`, started as a
+/// terminal's foreground job would be: the [`SENT`] signals at their
+/// defaults, whatever the test runner ignores.
 pub fn simpler(cwd: &Path) -> Command {
+    use std::os::unix::process::CommandExt;
     let mut c = Command::new(binary());
     c.current_dir(cwd).env("SIMPLER_TEST_WORKLOADS", "1");
+    // SAFETY: runs in the child between fork and exec, where only
+    // async-signal-safe calls are allowed: signal(2) is one, and the
+    // closure touches no memory but the constant list.
+    unsafe {
+        c.pre_exec(|| {
+            for sig in SENT {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
     c
 }
 
@@ -88,8 +114,14 @@ pub struct Running {
 impl Running {
     /// Start `simpler args` in `cwd`.
     pub fn start(cwd: &Path, args: &[&str]) -> Running {
-        let mut child = simpler(cwd)
-            .args(args)
+        let mut cmd = simpler(cwd);
+        cmd.args(args);
+        Running::spawn(cmd)
+    }
+
+    /// Start `cmd` (from [`simpler`]).
+    pub fn spawn(mut cmd: Command) -> Running {
+        let mut child = cmd
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
