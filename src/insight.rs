@@ -228,7 +228,8 @@ pub(crate) fn run(a: &InsightArgs, ws: &Workloads, out: &mut dyn Write) -> Resul
         }
         None => {
             let spec = from_dump(a, w, &kernels, &root, out)?;
-            (spec, PathBuf::from("."), "replay spec".to_string())
+            let label = spec.rebuilt_label();
+            (spec, PathBuf::from("."), label)
         }
     };
     let mut overrides = Vec::new();

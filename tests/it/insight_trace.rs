@@ -749,3 +749,55 @@ fn bad_specs_and_data_files_are_refused_before_a_workspace_exists() {
         &["size.json: field args[0].size: the replay would need"],
     );
 }
+
+/// A bad slot in the kernel args dump is reported against the file and
+/// dispatch it was read from (it said `replay spec: field args[0].size`,
+/// naming no file): on one dispatch (exit 2) and in `--all`'s FAILED line,
+/// whose summary says the dispatch could not be replayed.
+#[test]
+fn a_bad_slot_is_named_by_its_dump_file_and_dispatch() {
+    let tmp = dumped("paged_attention", "CaseSmall1", &["--dump-all"]);
+    let cwd = tmp.path();
+    let path = cwd.join("run/tensor_dump/kernel_args_dump.json");
+    let mut k = load(&path);
+    let d = &mut k["dispatches"][0];
+    let (id, func) = (
+        d["dispatch_id"].as_u64().unwrap(),
+        d["func_id"].as_u64().unwrap(),
+    );
+    d["args"][0]["size"] = Value::from(99_999_999_999u64);
+    fs::write(&path, serde_json::to_vec(&k).unwrap()).unwrap();
+    let (id, func) = (id.to_string(), func.to_string());
+    let one = [
+        "insight-trace",
+        "paged_attention",
+        "--func-id",
+        &func,
+        "--dispatch-id",
+        &id,
+        "--dump-dir",
+        "run",
+    ];
+    let o = simpler(cwd, &one);
+    assert_eq!(o.code, 2, "{}\n{}", o.stdout, o.stderr);
+    let named = format!("kernel_args_dump.json, dispatch {id}: field args[0].size: ");
+    assert!(o.stderr.contains(&named), "{named:?} not in {}", o.stderr);
+    let o = simpler(
+        cwd,
+        &[
+            "insight-trace",
+            "paged_attention",
+            "--dump-dir",
+            "run",
+            "--all",
+        ],
+    );
+    assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+    assert!(o.stdout.contains(&named), "{}", o.stdout);
+    assert!(
+        o.stdout
+            .contains("not bit-exact (1 could not be replayed) in"),
+        "{}",
+        o.stdout
+    );
+}

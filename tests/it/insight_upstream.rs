@@ -377,7 +377,8 @@ fn all_from_per_task_records_and_a_changed_byte_is_caught() {
         o.stdout
     );
     assert!(
-        o.stdout.contains("FAIL: 1 of 12 dispatches not bit-exact"),
+        o.stdout
+            .contains("FAIL: 1 of 12 dispatches not bit-exact in"),
         "{}",
         o.stdout
     );
@@ -531,7 +532,8 @@ fn all_reports_a_dispatch_that_cannot_be_rebuilt() {
         o.stdout
     );
     assert!(
-        o.stdout.contains("FAIL: 1 of 12 dispatches not bit-exact"),
+        o.stdout
+            .contains("FAIL: 1 of 12 dispatches not bit-exact (1 could not be replayed) in"),
         "{}",
         o.stdout
     );

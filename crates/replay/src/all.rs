@@ -336,11 +336,11 @@ fn replay_unit(
 
 /// Run `spec` in memory: its members' results.
 fn run(spec: &ReplaySpec, kernels: &[KernelDef]) -> Result<Vec<DispatchResult>, ReplayError> {
-    let file = "replay spec";
-    let plan = spec.plan(file)?;
-    let exec = execute(&plan, Path::new("."), kernels, file)?;
+    let file = spec.rebuilt_label();
+    let plan = spec.plan(&file)?;
+    let exec = execute(&plan, Path::new("."), kernels, &file)?;
     let timeline = simulate(&TimingParams::for_arch(&plan.arch), &exec.cores);
-    let v = verify(&plan, Path::new("."), &exec, file)?;
+    let v = verify(&plan, Path::new("."), &exec, &file)?;
     let verdict = verdict(&v);
     Ok(plan
         .members
@@ -513,9 +513,17 @@ impl AllReport {
         let _ = if self.passed() {
             writeln!(s, "PASS: all {n} dispatches {how} in {secs:.2} s on {on}")
         } else {
+            let failed = bad
+                .iter()
+                .filter(|r| matches!(r.verdict, Verdict::Failed(_)))
+                .count();
+            let unreplayed = match failed {
+                0 => String::new(),
+                k => format!(" ({k} could not be replayed)"),
+            };
             writeln!(
                 s,
-                "FAIL: {} of {n} dispatches not {how} in {secs:.2} s on {on}",
+                "FAIL: {} of {n} dispatches not {how}{unreplayed} in {secs:.2} s on {on}",
                 bad.len()
             )
         };

@@ -300,6 +300,25 @@ impl DataSource {
 // Reading, writing, validating
 
 impl ReplaySpec {
+    /// What an error about a spec rebuilt from dumps names as its file: the
+    /// dump and dispatch its slots came from, so a bad field (`args[0].size`)
+    /// can be found where it was read.
+    pub fn rebuilt_label(&self) -> String {
+        let from = self
+            .source
+            .as_ref()
+            .and_then(|s| s.kernel_args_dump.as_deref().or(s.tensor_dump.as_deref()));
+        let what = match (self.dispatch.dispatch_id, &self.dispatch.task_id) {
+            (Some(id), _) => format!("dispatch {id}"),
+            (None, Some(task)) => format!("task {task}"),
+            (None, None) => "its dispatch".to_string(),
+        };
+        match from {
+            Some(p) => format!("the spec rebuilt from {}, {what}", p.display()),
+            None => format!("the spec rebuilt for {what}"),
+        }
+    }
+
     /// Read and validate a spec file.
     ///
     /// # Errors
