@@ -362,9 +362,10 @@ fn from_dump(
         ),
         _ => {}
     }
+    let tol = tolerance(a)?;
     let (src, case) = open_source(a, w, root, out)?;
     let opts = rebuild_options(a, w, &case, kernels);
-    let sel = src.select(&selector(a), &opts, tolerance(a)?)?;
+    let sel = src.select(&selector(a), &opts, tol)?;
     for line in &sel.lines {
         writeln!(out, "{line}")?;
     }
@@ -443,13 +444,14 @@ fn run_all(a: &InsightArgs, ws: &Workloads, out: &mut dyn Write) -> Result<bool>
             kernel_list(&kernels)
         );
     }
+    let tolerance = tolerance(a)?;
     let (src, case) = open_source(a, w, Path::new("outputs"), out)?;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let opts = AllOptions {
         rebuild: rebuild_options(a, w, &case, &kernels),
         func_id: a.func_id,
         selector: selector(a),
-        tolerance: tolerance(a)?,
+        tolerance,
         threads,
     };
     let progress =

@@ -414,6 +414,20 @@ fn per_task_selection_errors_name_what_exists() {
         e.contains("--rtol -1: expected a finite number >= 0"),
         "{e}"
     );
+    // A bad tolerance is refused before any dump is read (or summarised).
+    for all in [&[][..], &["--all"][..]] {
+        let mut a = vec!["insight-trace", "paged_attention", "--dump-dir", "run"];
+        a.extend_from_slice(&["--func-id", "1", "--atol", "nan"]);
+        a.extend_from_slice(all);
+        let o = simpler(cwd, &a);
+        assert_eq!(o.code, 2, "{}", o.stderr);
+        assert!(o.stdout.is_empty(), "{all:?}: {}", o.stdout);
+        assert!(
+            o.stderr.contains("--atol NaN: expected a finite number"),
+            "{}",
+            o.stderr
+        );
+    }
     // By --dispatch-id N: the N-th task of the func.
     let o = simpler(
         cwd,
