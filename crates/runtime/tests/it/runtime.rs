@@ -698,57 +698,205 @@ fn config_is_validated() {
     assert_eq!(dup.unwrap_err(), RuntimeError::DuplicateFunc(0));
 }
 
-/// A run that ends abnormally still exports what it collected, marked
-/// incomplete with the reason.
-fn dump_of_failing_run(func: u32, timeout: Option<Duration>, want: &str) {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("tensor_dump");
-    let rt = Runtime::new(
-        RuntimeConfig {
-            clusters: 2,
-            sched_threads: 2,
-            gm_bytes: 16 << 20,
-            timeout,
-            dump: Some(simpler_dump::DumpConfig::new(&dir)),
-            ..Default::default()
-        },
-        kernels(),
-    )
-    .unwrap();
-    let x = rt.upload_pod(&[1.0f32; 16], &[16], DType::Float32).unwrap();
-    let mut before_failure = Vec::new();
-    let err = rt
+/// The kernels of [`kernels`], with `func` replaced by one that succeeds
+/// (same func id, same core type): the complete run a failing one is
+/// compared with.
+fn kernels_with_func_succeeding(func: u32) -> Vec<KernelDef> {
+    kernels()
+        .into_iter()
+        .map(|k| {
+            if k.func_id == func {
+                KernelDef::new(func, "touch", CoreType::Aiv, touch)
+            } else {
+                k
+            }
+        })
+        .collect()
+}
+
+/// A dump read back: its manifest and its whole `.bin`.
+fn read_dump(dir: &std::path::Path) -> (simpler_format::tensor_dump::Manifest, Vec<u8>) {
+    let m: simpler_format::tensor_dump::Manifest =
+        serde_json::from_slice(&std::fs::read(dir.join("tensor_dump.json")).unwrap()).unwrap();
+    let bin = match &m.header.bin_file {
+        Some(Some(name)) => std::fs::read(dir.join(name)).unwrap(),
+        _ => Vec::new(),
+    };
+    (m, bin)
+}
+
+/// The payload of `r` in `bin`, checking its range lies inside.
+fn payload<'a>(bin: &'a [u8], r: &simpler_format::tensor_dump::Record) -> &'a [u8] {
+    let (o, n) = (r.bin_offset as usize, r.bin_size as usize);
+    assert!(
+        o + n <= bin.len(),
+        "task {} {} arg {}: range past the .bin",
+        r.task_id.value,
+        r.stage,
+        r.arg_index
+    );
+    &bin[o..o + n]
+}
+
+/// The orchestration both runs of [`dump_of_failing_run`] make: three
+/// readers of `x`, then one `func` task that takes `x` as inout and the
+/// scalar 5. Returns the readers' task ids and the `func` task's.
+fn readers_then_func(
+    rt: &Runtime,
+    x: simpler_runtime::Tensor,
+    func: u32,
+) -> (Result<(), RuntimeError>, Vec<TaskId>, Option<TaskId>) {
+    let mut readers = Vec::new();
+    let mut last = None;
+    let r = rt
         .run(&OrchArgs::new().tensor(x), |o, a| {
             let x = a.tensor_at(0)?;
             for _ in 0..3 {
                 let t = o.submit(Kernels::Aiv(1), TaskArgs::new().input(&x))?;
-                before_failure.push(t.task_id);
+                readers.push(t.task_id);
             }
-            o.submit(Kernels::Aiv(func), TaskArgs::new().inout(&x).scalar_u64(5))?;
+            last = Some(
+                o.submit(Kernels::Aiv(func), TaskArgs::new().inout(&x).scalar_u64(5))?
+                    .task_id,
+            );
             Ok(())
         })
-        .unwrap_err();
+        .map(|_| ());
+    (r, readers, last)
+}
+
+/// A run that ends abnormally still exports what it collected, marked
+/// incomplete with the reason; every record it kept is, metadata and
+/// payload bytes, the record a complete run of the same orchestration
+/// wrote (the failing kernel replaced by one that succeeds), and the
+/// tensor records hold the bytes uploaded into `x`.
+fn dump_of_failing_run(func: u32, timeout: Option<Duration>, want: &str) {
+    use simpler_format::vocab::Stage;
+    // Distinct values, so that a record holding another tensor's bytes,
+    // zeros or a shifted range differs.
+    let data: Vec<f32> = (0..16).map(|i| i as f32 * 0.75 - 4.5).collect();
+    let dumping = |dir: &std::path::Path, timeout, kernels| {
+        Runtime::new(
+            RuntimeConfig {
+                clusters: 2,
+                sched_threads: 2,
+                gm_bytes: 16 << 20,
+                timeout,
+                dump: Some(simpler_dump::DumpConfig::new(dir)),
+                ..Default::default()
+            },
+            kernels,
+        )
+        .unwrap()
+    };
+
+    // The reference: the same orchestration, run to completion.
+    let tmp = tempfile::tempdir().unwrap();
+    let good_dir = tmp.path().join("good");
+    let rt = dumping(&good_dir, None, kernels_with_func_succeeding(func));
+    let x = rt.upload_pod(&data, &[16], DType::Float32).unwrap();
+    let (ok, good_readers, good_last) = readers_then_func(&rt, x, func);
+    ok.unwrap();
+    drop(rt);
+    let (good, good_bin) = read_dump(&good_dir);
+    assert_eq!(
+        good.header.status,
+        Some(simpler_format::vocab::Status::Complete)
+    );
+
+    let dir = tmp.path().join("tensor_dump");
+    let rt = dumping(&dir, timeout, kernels());
+    let x = rt.upload_pod(&data, &[16], DType::Float32).unwrap();
+    let (res, before_failure, failing) = readers_then_func(&rt, x, func);
+    let err = res.unwrap_err();
     assert!(err.to_string().contains(want), "{err}");
-    let m: simpler_format::tensor_dump::Manifest =
-        serde_json::from_slice(&std::fs::read(dir.join("tensor_dump.json")).unwrap()).unwrap();
+    // Task ids follow the submission order: the two runs name the same tasks.
+    assert_eq!(
+        (&before_failure, failing),
+        (&good_readers, good_last),
+        "the two runs' task ids"
+    );
+    let failing = failing.expect("the failing task was submitted");
+    let (m, bin) = read_dump(&dir);
     assert_eq!(
         m.header.status,
         Some(simpler_format::vocab::Status::Incomplete)
     );
-    let reason = m.header.reason.unwrap();
+    let reason = m.header.reason.clone().unwrap();
     assert!(reason.contains(want), "reason {reason:?}");
     // Every task that ran before the failure has its records.
-    for id in before_failure {
-        let hex = id.to_string();
-        let n = m
-            .tensors
-            .iter()
-            .filter(|r| r.task_id.to_string() == hex)
-            .count();
-        assert_eq!(n, 1, "task {hex}: one before_dispatch input record");
+    for id in &before_failure {
+        let n = m.tensors.iter().filter(|r| r.task_id.value == id.0).count();
+        assert_eq!(n, 1, "task {id}: one before_dispatch input record");
     }
+    // The failing task was dispatched (its inout and scalar were captured)
+    // and never completed.
+    let failing_recs: Vec<_> = m
+        .tensors
+        .iter()
+        .filter(|r| r.task_id.value == failing.0)
+        .collect();
+    assert!(
+        failing_recs
+            .iter()
+            .any(|r| r.stage == Stage::BeforeDispatch && r.arg_index == 0),
+        "task {failing}: no before_dispatch record of its inout"
+    );
+    assert!(
+        failing_recs
+            .iter()
+            .all(|r| r.stage != Stage::AfterCompletion),
+        "task {failing} failed and has after_completion records"
+    );
     assert_eq!(m.header.total_tensors as usize, m.tensors.len());
     assert!(!dir.join("tensor_dump.json.tmp").exists());
+
+    // Every record kept: the complete run's record, byte for byte; a
+    // tensor's bytes are those uploaded (no task wrote `x` before).
+    let uploaded: &[u8] = bytemuck::cast_slice(&data);
+    let key =
+        |r: &simpler_format::tensor_dump::Record| (r.task_id.value, r.stage, r.arg_index, r.role);
+    let (mut compared, mut tensors) = (0, 0);
+    for r in &m.tensors {
+        let got = payload(&bin, r);
+        if r.kind == simpler_format::vocab::Kind::Tensor {
+            assert_eq!(
+                (got, r.numel, r.truncated),
+                (uploaded, 16, false),
+                "task {} {} arg {}: not the bytes uploaded into x",
+                r.task_id.value,
+                r.stage,
+                r.arg_index
+            );
+            tensors += 1;
+        }
+        if r.stage == Stage::HangSnapshot {
+            // No complete run has one; its bytes were checked above.
+            continue;
+        }
+        let w = good
+            .tensors
+            .iter()
+            .find(|w| key(w) == key(r))
+            .unwrap_or_else(|| panic!("{:?}: not in the complete run", key(r)));
+        assert_eq!(
+            (r.kind, r.dtype, &r.shape, &r.bits, &r.func_id),
+            (w.kind, w.dtype, &w.shape, &w.bits, &w.func_id),
+            "{:?}",
+            key(r)
+        );
+        assert!(
+            got == payload(&good_bin, w),
+            "{:?}: payload differs from the complete run",
+            key(r)
+        );
+        compared += 1;
+    }
+    assert!(
+        tensors >= 4,
+        "3 readers and the failing task's inout: {tensors}"
+    );
+    assert!(compared >= 4, "{compared} records compared");
 }
 
 #[test]
