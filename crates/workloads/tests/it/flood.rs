@@ -50,11 +50,14 @@ fn inputs_are_reproducible_and_perturbation_fails() {
     assert!(!a.check(&bad).passed);
 }
 
+/// The baseline loop runs the real kernel and checks every row it wrote
+/// (`Y[p, j] = j + p`, an error otherwise), with no row written (0), one,
+/// and more calls than argument arrays (each array reused). Its time is
+/// the bench's business, not a test's.
 #[test]
 fn kernel_loop_baseline_runs() {
     for n in [0, 1, 5000] {
-        let d = flood_kernel_loop(n).expect("loop");
-        assert!(d.as_secs() < 10);
+        flood_kernel_loop(n).unwrap_or_else(|e| panic!("{n} calls: {e}"));
     }
 }
 
