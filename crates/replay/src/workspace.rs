@@ -59,7 +59,9 @@ pub struct Workspace {
     pub timestamp: String,
 }
 
-/// `label` made safe for a folder name (`[A-Za-z0-9._-]`, others `_`).
+/// `label` made safe for a folder or file name (`[A-Za-z0-9._-]`, others
+/// `_`; empty or all dots: `replay`): the workspace folder and the trace
+/// files inside it.
 pub fn safe_label(label: &str) -> String {
     let s: String = label
         .chars()
@@ -486,4 +488,17 @@ pub fn replay_into(
         export,
         report,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::safe_label;
+
+    #[test]
+    fn labels_become_safe_file_names() {
+        assert_eq!(safe_label("paged_attention-1.sf"), "paged_attention-1.sf");
+        assert_eq!(safe_label("a/b c"), "a_b_c");
+        assert_eq!(safe_label(""), "replay");
+        assert_eq!(safe_label(".."), "replay");
+    }
 }

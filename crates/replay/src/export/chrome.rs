@@ -29,6 +29,7 @@ use std::{
 };
 
 use serde::{ser::SerializeSeq, Serialize, Serializer};
+use simpler_format::hex::Hex64;
 use simpler_isa::{BufRange, InstrRecord};
 
 use crate::timing::{size_unit, Span, TimingParams};
@@ -105,7 +106,7 @@ struct SliceArgs {
     size_unit: &'static str,
     source: Source,
     #[serde(skip_serializing_if = "Option::is_none")]
-    gm_addr: Option<Hex>,
+    gm_addr: Option<Hex64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     gm_bytes: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -133,15 +134,6 @@ struct Source(&'static Location<'static>);
 impl Serialize for Source {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(&format_args!("{}:{}", self.0.file(), self.0.line()))
-    }
-}
-
-/// A GM address as `0x` + 16 lowercase hex digits (DESIGN §6).
-struct Hex(u64);
-
-impl Serialize for Hex {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(&format_args!("{:#018x}", self.0))
     }
 }
 
@@ -259,7 +251,7 @@ impl<W: Write> TraceWriter<W> {
                 size: rec.size,
                 size_unit: size_unit(rec.pipe),
                 source: Source(rec.loc),
-                gm_addr: rec.gm.map(|(a, _)| Hex(a)),
+                gm_addr: rec.gm.map(|(a, _)| Hex64(a)),
                 gm_bytes: rec.gm.map(|(_, n)| n),
                 dst: rec.write.map(Operand),
                 src: Sources(rec.reads),

@@ -102,7 +102,7 @@ pub fn write_trace(
 ) -> Result<ExportSummary, ExportError> {
     check(cores, timeline)?;
     let sim_dir = out.join("simulator");
-    let label_file = file_label(label);
+    let label_file = crate::workspace::safe_label(label);
     let names: Vec<String> = cores.iter().map(SubCore::name).collect();
     let header = |layout| Header {
         schema_version: SCHEMA_VERSION,
@@ -282,25 +282,6 @@ fn perfetto_core_events<W: Write>(
     Ok(())
 }
 
-/// `label` made safe for a file name.
-fn file_label(label: &str) -> String {
-    let s: String = label
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if s.is_empty() || s.chars().all(|c| c == '.') {
-        "replay".to_string()
-    } else {
-        s
-    }
-}
-
 fn create_dir(dir: &Path) -> Result<(), ExportError> {
     fs::create_dir_all(dir).map_err(|source| ExportError::Io {
         path: dir.to_path_buf(),
@@ -319,17 +300,4 @@ fn write_atomic(
         path: e.path,
         source: e.source,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn labels_become_safe_file_names() {
-        assert_eq!(file_label("paged_attention-1.sf"), "paged_attention-1.sf");
-        assert_eq!(file_label("a/b c"), "a_b_c");
-        assert_eq!(file_label(""), "replay");
-        assert_eq!(file_label(".."), "replay");
-    }
 }
