@@ -24,6 +24,7 @@ use std::path::PathBuf;
 use simpler_core::{topology, ArgRole, TaskId};
 use simpler_format::kernel_args::{ContextKind, Dispatch, Slot};
 use simpler_format::vocab::Kind;
+use simpler_format::words::count;
 use simpler_inspect::{
     kernel_args::KernelArgsFile, stream::DumpInfo, Dump, Record, RecordKind, Stage,
 };
@@ -163,10 +164,9 @@ pub fn select_dispatch(
             Ok(Selection {
                 dispatch_id: first,
                 note: Some(format!(
-                    "no --dispatch-id given: replaying dispatch {first}, the first of {} ({} dispatch{} of it in the dump)",
+                    "no --dispatch-id given: replaying dispatch {first}, the first of {} ({} of it in the dump)",
                     kernel_label(kernels, func_id),
-                    of_func.len(),
-                    if of_func.len() == 1 { "" } else { "es" }
+                    count(of_func.len() as u64, "dispatch", "dispatches")
                 )),
             })
         }

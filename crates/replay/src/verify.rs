@@ -28,6 +28,7 @@ use std::{fmt::Write as _, path::Path};
 use serde::{Serialize, Serializer};
 use simpler_core::decode::{element_f64 as decode_f64, format_element};
 use simpler_core::ArgRole;
+use simpler_format::words::count;
 
 use crate::{
     replay::{load_source, Execution, TensorState},
@@ -230,15 +231,15 @@ impl Verification {
 
     fn verdict(&self) -> String {
         let n = self.outputs.len();
-        let plural = if n == 1 { "" } else { "s" };
+        let outputs = count(n as u64, "output", "outputs");
         let exact = self.outputs.iter().filter(|o| o.bit_exact).count();
         match self.tolerance {
             _ if n == 0 => "NOT VERIFIED: the dispatch has no output to compare".into(),
             Some(t) if self.overall_pass => format!(
-                "PASS: {n} output{plural} within rtol {:e}, atol {:e} of the dump ({exact} bit-exact)",
+                "PASS: {outputs} within rtol {:e}, atol {:e} of the dump ({exact} bit-exact)",
                 t.rtol, t.atol
             ),
-            None if self.overall_pass => format!("PASS: {n} output{plural} bit-exact against the dump"),
+            None if self.overall_pass => format!("PASS: {outputs} bit-exact against the dump"),
             Some(t) if self.failed() > 0 => format!(
                 "FAIL: {} of {n} outputs outside rtol {:e}, atol {:e} of the dump",
                 self.failed(),

@@ -159,9 +159,8 @@ pub fn render_overhead(t: &Timeline) -> String {
     };
     let _ = writeln!(
         s,
-        "Scheduler: {} thread{}{idle}, {} loop iterations ({} with work); Avg scheduler loop iteration {:.3} µs (with work)",
-        o.threads,
-        if o.threads == 1 { "" } else { "s" },
+        "Scheduler: {}{idle}, {} loop iterations ({} with work); Avg scheduler loop iteration {:.3} µs (with work)",
+        count(o.threads as u64, "thread", "threads"),
         o.loop_iters,
         o.busy_iters,
         t.us(1) * o.avg_iter_cycles()

@@ -9,6 +9,7 @@ use std::path::Path;
 use simpler_core::decode::format_element;
 use simpler_core::DType;
 use simpler_format::scalar::BitsOrigin;
+use simpler_format::words::count;
 
 use super::{ExportOutcome, TxtOptions};
 use crate::record::Record;
@@ -182,8 +183,8 @@ fn overview(s: &mut String, bytes: &[u8], r: &Record, avail: u64, full: bool) {
     let lead = &r.shape[..r.shape.len().saturating_sub(1)];
     let _ = writeln!(
         s,
-        "## overview (row-major; one line per row of the last dimension: {rows} {} of {cols})",
-        if rows == 1 { "row" } else { "rows" }
+        "## overview (row-major; one line per row of the last dimension: {} of {cols})",
+        count(rows, "row", "rows")
     );
     // `full` lists every row and column the payload holds. A truncated
     // record's view may be vastly larger than its payload (2^60 elements):

@@ -2,6 +2,7 @@
 
 use std::{fmt::Write as _, path::PathBuf};
 
+use simpler_format::words::count;
 use simpler_isa::Pipe;
 
 use crate::timing::PipeCycles;
@@ -75,16 +76,15 @@ impl ExportSummary {
         let mut s = String::new();
         let _ = writeln!(s, "simulator: {}", self.simulator_dir.display());
         let _ = writeln!(s, "perfetto:  {}", self.perfetto_path.display());
-        let plural = if self.cores.len() == 1 { "" } else { "s" };
         let _ = writeln!(
             s,
-            "total: {} cycles = {:.3} us @ {} MHz ({}), {} instructions on {} sub-core{plural}",
+            "total: {} cycles = {:.3} us @ {} MHz ({}), {} instructions on {}",
             self.total_cycles,
             self.total_us(),
             self.clock_mhz,
             self.arch,
             self.instructions,
-            self.cores.len()
+            count(self.cores.len() as u64, "sub-core", "sub-cores")
         );
         for c in &self.cores {
             let _ = writeln!(
