@@ -10,7 +10,7 @@ use simpler_core::{
 };
 use simpler_format::hex::parse_lenient as parse_hex_u64;
 use simpler_format::scalar::same_scalar;
-use simpler_format::vocab::parse_role;
+use simpler_format::vocab::{parse_role, ROLE_NAMES};
 
 use crate::spec::{
     number_bits, parse_raw, value_text, ArgSpec, DataSource, DispatchIdentity, Number, ReplaySpec,
@@ -633,7 +633,7 @@ fn sources(bad: &Bad<'_>, p: &str, a: &ArgSpec, t: &mut TensorArg) -> Result<(),
         Some(r) => Some(parse_role(r).ok_or_else(|| {
             bad(
                 &f("role"),
-                format!("{r:?} is not input, output, inout, output_existing or no_dep"),
+                format!("{r:?} is not {ROLE_NAMES}"),
             )
         })?),
     };

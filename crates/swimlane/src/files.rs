@@ -133,8 +133,7 @@ pub trait Sink: Sync {
     /// I/O failures, naming the file.
     fn link(&self, from: &Path, to: &Path) -> io::Result<()> {
         if std::fs::hard_link(from, to).is_ok() {
-            let dir = to.parent().unwrap_or(Path::new("."));
-            return std::fs::File::open(dir).and_then(|d| d.sync_all());
+            return simpler_format::durable::sync_dir(to.parent().unwrap_or(Path::new(".")));
         }
         let bytes = std::fs::read(from)
             .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", from.display())))?;
