@@ -108,29 +108,15 @@ impl TensorArg {
         self.numel() * self.dtype.size() as u64
     }
 
-    /// Elements from the view's first to its last element, inclusive.
+    /// Elements from the view's first to its last element, inclusive (the
+    /// descriptor's `extent_elems`, as [`ChipTensor::refresh`] derives it).
     pub fn extent_elems(&self) -> u64 {
-        if self.numel() == 0 {
-            return 0;
-        }
-        1 + self
-            .shape
-            .iter()
-            .zip(&self.strides)
-            .map(|(&s, &st)| u64::from(s - 1) * u64::from(st))
-            .sum::<u64>()
+        self.descriptor(0).extent_elems
     }
 
-    /// Dense row-major view.
+    /// Dense row-major view ([`ChipTensor::is_dense`]).
     pub fn is_contiguous(&self) -> bool {
-        let mut expect = 1u64;
-        for (&s, &st) in self.shape.iter().zip(&self.strides).rev() {
-            if s != 1 && u64::from(st) != expect {
-                return false;
-            }
-            expect *= u64::from(s);
-        }
-        true
+        self.descriptor(0).is_dense()
     }
 
     /// Bytes the buffer needs to hold the view: `(start_offset + extent) × elem`.
@@ -152,13 +138,15 @@ impl TensorArg {
         )
     }
 
-    /// The 128-byte descriptor for a buffer at `addr`.
+    /// The 128-byte descriptor for a buffer at `addr`; `is_contiguous` and
+    /// `extent_elems` derived from shape and strides by the descriptor
+    /// itself.
     pub fn descriptor(&self, addr: u64) -> ChipTensor {
         let mut shapes = [0u32; MAX_DIMS];
         let mut strides = [0u32; MAX_DIMS];
         shapes[..self.shape.len()].copy_from_slice(&self.shape);
         strides[..self.strides.len()].copy_from_slice(&self.strides);
-        ChipTensor {
+        let mut t = ChipTensor {
             addr,
             size: self.size,
             owner_task_id: TaskId::NONE,
@@ -167,12 +155,14 @@ impl TensorArg {
             ndims: self.shape.len() as u32,
             dtype: self.dtype,
             manual_dep: false,
-            is_contiguous: self.is_contiguous(),
+            is_contiguous: false,
             address_space: 0,
             shapes,
-            extent_elems: self.extent_elems(),
+            extent_elems: 0,
             strides,
-        }
+        };
+        t.refresh();
+        t
     }
 }
 
