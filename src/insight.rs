@@ -137,10 +137,7 @@ fn parse_task_id(s: &str) -> Result<TaskId, String> {
 }
 
 fn parse_subtask(s: &str) -> Result<Subtask, String> {
-    Subtask::ALL
-        .into_iter()
-        .find(|m| m.name() == s.trim())
-        .ok_or_else(|| "expected aic, aiv0 or aiv1".into())
+    Subtask::from_name(s.trim()).ok_or_else(|| "expected aic, aiv0 or aiv1".into())
 }
 
 /// Run the command; exit 0 when every output verified (bit-exact, or

@@ -47,6 +47,18 @@ impl Subtask {
         self as u32
     }
 
+    /// The member with this [`Subtask::id`]; `None` for other numbers
+    /// (files carry the id, and readers check it).
+    pub fn from_id(id: u32) -> Option<Subtask> {
+        Subtask::ALL.get(id as usize).copied()
+    }
+
+    /// The member with this [`Subtask::name`] (exact, lowercase); `None`
+    /// for any other text.
+    pub fn from_name(name: &str) -> Option<Subtask> {
+        Subtask::ALL.into_iter().find(|s| s.name() == name)
+    }
+
     /// Lowercase name (`aic`, `aiv0`, `aiv1`).
     pub fn name(self) -> &'static str {
         match self {
@@ -110,6 +122,16 @@ pub fn locate(clusters: u32, core: u32) -> Option<(u32, Subtask)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ids_and_names_round_trip() {
+        for s in Subtask::ALL {
+            assert_eq!(Subtask::from_id(s.id()), Some(s));
+            assert_eq!(Subtask::from_name(s.name()), Some(s));
+        }
+        assert_eq!(Subtask::from_id(3), None);
+        assert_eq!(Subtask::from_name("AIV0"), None);
+    }
 
     #[test]
     fn numbering_matches_the_design() {

@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use simpler_core::topology::Subtask;
 use simpler_core::DType;
 use simpler_format::files::KERNEL_ARGS_FILE;
 use simpler_format::kernel_args::{ContextKind, Dispatch, KernelArgsDump, Slot};
@@ -130,17 +131,13 @@ type Bad = (String, String);
 /// Semantic checks of one dispatch: `(field, message)` on the first problem.
 fn check_dispatch(d: &Dispatch) -> Result<(), Bad> {
     let bad = |f: &str, m: String| Err((f.to_string(), m));
-    let (want_sub, want_type) = match d.subtask_id {
-        0 => ("aic", "aic"),
-        1 => ("aiv0", "aiv"),
-        2 => ("aiv1", "aiv"),
-        n => {
-            return bad(
-                "subtask_id",
-                format!("{n} is not 0 (aic), 1 (aiv0) or 2 (aiv1)"),
-            )
-        }
+    let Some(sub) = Subtask::from_id(d.subtask_id) else {
+        return bad(
+            "subtask_id",
+            format!("{} is not 0 (aic), 1 (aiv0) or 2 (aiv1)", d.subtask_id),
+        );
     };
+    let (want_sub, want_type) = (sub.name(), sub.core_type().name());
     if d.subtask != want_sub {
         return bad(
             "subtask",
@@ -206,7 +203,7 @@ fn check_dispatch(d: &Dispatch) -> Result<(), Bad> {
             }
         }
     }
-    check_contexts(d)
+    check_contexts(d, sub)
 }
 
 fn check_tensor_slot(a: &Slot, f: &dyn Fn(&str) -> String) -> Result<(), Bad> {
@@ -256,8 +253,9 @@ fn check_tensor_slot(a: &Slot, f: &dyn Fn(&str) -> String) -> Result<(), Bad> {
     Ok(())
 }
 
-/// The contexts must say what the dispatch identity says.
-fn check_contexts(d: &Dispatch) -> Result<(), Bad> {
+/// The contexts must say what the dispatch identity says (`sub`: the
+/// member its `subtask_id` names).
+fn check_contexts(d: &Dispatch, sub: Subtask) -> Result<(), Bad> {
     let bad = |f: &str, m: String| Err((f.to_string(), m));
     let kinds: Vec<(u32, ContextKind)> = d.context.iter().map(|c| (c.arg_index, c.kind)).collect();
     let shown = |v: Option<i32>| v.map_or_else(|| "missing".to_string(), |v| v.to_string());
@@ -292,7 +290,7 @@ fn check_contexts(d: &Dispatch) -> Result<(), Bad> {
             ),
         );
     }
-    let want_sub = if d.subtask_id == 2 { 1 } else { 0 };
+    let want_sub = sub.sub_block_id();
     if gc.sub_block_id != Some(want_sub) {
         return bad(
             "context[1].sub_block_id",

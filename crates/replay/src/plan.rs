@@ -385,10 +385,6 @@ impl ReplaySpec {
 
 type Bad<'a> = dyn Fn(&str, String) -> ReplayError + 'a;
 
-fn subtask_of(name: &str) -> Option<Subtask> {
-    Subtask::ALL.into_iter().find(|s| s.name() == name)
-}
-
 fn member(
     bad: &Bad<'_>,
     p: &str,
@@ -398,7 +394,7 @@ fn member(
     core_type: &str,
     d: &DispatchIdentity,
 ) -> Result<Member, ReplayError> {
-    let subtask = subtask_of(&d.subtask).ok_or_else(|| {
+    let subtask = Subtask::from_name(&d.subtask).ok_or_else(|| {
         bad(
             &format!("{p}dispatch.subtask"),
             format!("{:?} is not aic, aiv0 or aiv1", d.subtask),

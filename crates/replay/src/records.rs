@@ -239,11 +239,7 @@ fn members(
         }
         out.push(member_spec(kd, subtask, task.task_id, ctx));
     }
-    out.sort_by_key(|m| {
-        Subtask::ALL
-            .iter()
-            .position(|s| s.name() == m.dispatch.subtask)
-    });
+    out.sort_by_key(|m| Subtask::from_name(&m.dispatch.subtask));
     let sel = out.iter().position(|m| m.func_id == func).unwrap_or(0);
     Ok((out, sel))
 }
