@@ -616,12 +616,9 @@ fn sources(bad: &Bad<'_>, p: &str, a: &ArgSpec, t: &mut TensorArg) -> Result<(),
     let dtype = t.dtype;
     t.role = match &a.role {
         None => None,
-        Some(r) => Some(parse_role(r).ok_or_else(|| {
-            bad(
-                &f("role"),
-                format!("{r:?} is not {ROLE_NAMES}"),
-            )
-        })?),
+        Some(r) => Some(
+            parse_role(r).ok_or_else(|| bad(&f("role"), format!("{r:?} is not {ROLE_NAMES}")))?,
+        ),
     };
     t.data = match &a.data {
         Some(d) => d.clone(),

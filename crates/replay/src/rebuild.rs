@@ -32,8 +32,8 @@ use simpler_isa::KernelDef;
 
 use crate::{
     spec::{
-        scalar_value, ArgSpec, DataSource, DispatchIdentity, MemberSpec, ReplaySpec, SpecSource,
-        Tolerance, SPEC_SCHEMA_VERSION,
+        ArgSpec, DataSource, DispatchIdentity, MemberSpec, ReplaySpec, SpecSource, Tolerance,
+        SPEC_SCHEMA_VERSION,
     },
     ReplayError,
 };
@@ -489,23 +489,7 @@ fn task_tensor_records<'a>(
 
 /// A scalar slot: its raw bits.
 fn scalar_spec(s: &Slot) -> ArgSpec {
-    let bits = s.bits.map_or(0, |b| b.0);
-    let dtype = simpler_core::DType::from_name(&s.dtype);
-    ArgSpec {
-        arg_index: s.arg_index,
-        kind: "scalar".into(),
-        dtype: s.dtype.clone(),
-        shape: None,
-        strides: None,
-        start_offset: None,
-        size: None,
-        role: None,
-        data: None,
-        expected: None,
-        bits: Some(format!("0x{bits:016x}")),
-        value: dtype.and_then(|t| scalar_value(t, bits)),
-        note: None,
-    }
+    ArgSpec::scalar(s.arg_index, &s.dtype, s.bits.map_or(0, |b| b.0), None)
 }
 
 /// What a tensor slot's bytes are taken from.

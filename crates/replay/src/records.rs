@@ -35,8 +35,7 @@ use crate::rebuild::{
     assemble, canonical, complete, kernel_list, missing, role_name, writes, RebuildOptions,
 };
 use crate::spec::{
-    scalar_value, ArgSpec, DataSource, DispatchIdentity, MemberSpec, ReplaySpec, SpecSource,
-    Tolerance,
+    ArgSpec, DataSource, DispatchIdentity, MemberSpec, ReplaySpec, SpecSource, Tolerance,
 };
 use crate::ReplayError;
 
@@ -379,21 +378,7 @@ fn scalar_arg(
         }
         _ => None,
     };
-    Ok(ArgSpec {
-        arg_index: r.arg_index,
-        kind: "scalar".into(),
-        dtype: r.dtype.name().into(),
-        shape: None,
-        strides: None,
-        start_offset: None,
-        size: None,
-        role: None,
-        data: None,
-        expected: None,
-        bits: Some(format!("0x{bits:016x}")),
-        value: scalar_value(r.dtype, bits),
-        note,
-    })
+    Ok(ArgSpec::scalar(r.arg_index, r.dtype.name(), bits, note))
 }
 
 fn tensor_arg(

@@ -49,7 +49,7 @@ use simpler_core::{
     abi::{GLOBAL_CONTEXT_SLOT, LOCAL_CONTEXT_SLOT},
     DType,
 };
-use simpler_format::hex::parse_lenient as parse_hex_u64;
+use simpler_format::hex::{parse_lenient as parse_hex_u64, Hex64};
 use simpler_format::scalar::ScalarValue;
 
 use crate::ReplayError;
@@ -216,6 +216,30 @@ pub struct ArgSpec {
     /// Why the data is what it is (zero fill reasons, overrides).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+}
+
+impl ArgSpec {
+    /// A scalar slot of `dtype` (as the dumps name it) holding `bits`:
+    /// the bits as `0x%016x`, and beside them the value they encode
+    /// ([`scalar_value`]) when the dtype is known, as every rebuilt spec
+    /// writes a scalar.
+    pub fn scalar(arg_index: u32, dtype: &str, bits: u64, note: Option<String>) -> ArgSpec {
+        ArgSpec {
+            arg_index,
+            kind: "scalar".into(),
+            dtype: dtype.into(),
+            shape: None,
+            strides: None,
+            start_offset: None,
+            size: None,
+            role: None,
+            data: None,
+            expected: None,
+            bits: Some(Hex64(bits).to_string()),
+            value: DType::from_name(dtype).and_then(|t| scalar_value(t, bits)),
+            note,
+        }
+    }
 }
 
 /// Bytes for a tensor view.
@@ -460,7 +484,7 @@ impl ReplaySpec {
             "scalar" => {
                 let bits = parse_bits(dtype, value, true).map_err(&err)?;
                 let before = a.bits.clone().unwrap_or_else(|| "-".into());
-                a.bits = Some(format!("0x{bits:016x}"));
+                a.bits = Some(Hex64(bits).to_string());
                 a.value = scalar_value(dtype, bits);
                 a.note = Some(format!("set by --set-arg {slot}={value}"));
                 Ok(format!(

@@ -247,7 +247,10 @@ impl Verification {
                 t.atol
             ),
             None if self.failed() > 0 => {
-                format!("FAIL: {} of {n} outputs differ from the dump", self.failed())
+                format!(
+                    "FAIL: {} of {n} outputs differ from the dump",
+                    self.failed()
+                )
             }
             _ => format!(
                 "NOT VERIFIED: {} of {n} outputs could not be compared (see above)",
