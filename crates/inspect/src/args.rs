@@ -11,7 +11,7 @@ use simpler_format::args_dump::{ArgsDump, OrchArg};
 use simpler_format::files::{read_regular, ARGS_FILE};
 use simpler_format::scalar::{agrees, disagreement};
 use simpler_format::vocab::Kind;
-use simpler_format::{Error, ErrorKind, SCHEMA_VERSION};
+use simpler_format::{Error, ErrorKind};
 
 /// A validated `args_dump.json`.
 #[derive(Debug, Clone)]
@@ -86,16 +86,7 @@ impl ArgsFile {
     /// As for [`ArgsFile::open`].
     pub fn parse(path: &Path, text: &[u8]) -> Result<ArgsDump, Error> {
         let doc: ArgsDump = simpler_format::json::from_slice(path, text)?;
-        if doc.schema_version != SCHEMA_VERSION {
-            return Err(Error::header(
-                path,
-                "schema_version",
-                format!(
-                    "unknown version {} (this reader understands {SCHEMA_VERSION})",
-                    doc.schema_version
-                ),
-            ));
-        }
+        crate::header::check_side_version(path, doc.schema_version)?;
         if doc.total_args != doc.args.len() as u64 {
             return Err(Error::header(
                 path,

@@ -69,6 +69,22 @@ pub fn build(
     Ok((header, layout))
 }
 
+/// Refuse an args or kernel args dump whose `schema_version` is not
+/// [`SCHEMA_VERSION`] (both side files carry the tensor dump's version).
+///
+/// # Errors
+/// The version found, naming the field.
+pub(crate) fn check_side_version(file: &Path, found: u32) -> Result<(), Error> {
+    if found == SCHEMA_VERSION {
+        return Ok(());
+    }
+    Err(Error::header(
+        file,
+        "schema_version",
+        format!("unknown version {found} (this reader understands {SCHEMA_VERSION})"),
+    ))
+}
+
 fn check(file: &Path, h: &Header, layout: Layout) -> Result<(), Error> {
     if h.bin_format.kind != "logical_contiguous" {
         return Err(Error::header(

@@ -11,7 +11,7 @@ use simpler_format::files::KERNEL_ARGS_FILE;
 use simpler_format::kernel_args::{ContextKind, Dispatch, KernelArgsDump, Slot};
 use simpler_format::scalar::{agrees, disagreement};
 use simpler_format::vocab::Kind;
-use simpler_format::{Error, ErrorKind, SCHEMA_VERSION};
+use simpler_format::{Error, ErrorKind};
 
 /// A validated kernel args dump.
 #[derive(Debug, Clone)]
@@ -54,16 +54,7 @@ impl KernelArgsFile {
     /// As for [`KernelArgsFile::open`].
     pub fn parse(path: &Path, text: &[u8]) -> Result<KernelArgsDump, Error> {
         let doc: KernelArgsDump = simpler_format::json::from_slice(path, text)?;
-        if doc.schema_version != SCHEMA_VERSION {
-            return Err(Error::header(
-                path,
-                "schema_version",
-                format!(
-                    "unknown version {} (this reader understands {SCHEMA_VERSION})",
-                    doc.schema_version
-                ),
-            ));
-        }
+        crate::header::check_side_version(path, doc.schema_version)?;
         if doc.total_dispatches != doc.dispatches.len() as u64 {
             return Err(Error::header(
                 path,
