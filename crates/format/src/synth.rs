@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use simpler_core::DType;
 
+use crate::files::{TENSOR_DUMP_BIN, TENSOR_DUMP_DIR, TENSOR_DUMP_JSON};
 use crate::scalar::{ScalarValue, WireValue};
 use crate::tensor_dump::{BinFormat, Header, HexField, Manifest, Record as RecordJson};
 use crate::vocab::{parse_role, Kind, Stage, Status};
@@ -120,10 +121,10 @@ pub fn build(records: Vec<(RecordJson, Vec<u8>)>) -> (Manifest, Vec<u8>) {
     let m = Manifest {
         header: Header {
             schema_version: Some(SCHEMA_VERSION),
-            run_dir: "tensor_dump".into(),
+            run_dir: TENSOR_DUMP_DIR.into(),
             status: Some(Status::Complete),
             reason: None,
-            bin_file: Some(Some("tensor_dump.bin".into())),
+            bin_file: Some(Some(TENSOR_DUMP_BIN.into())),
             bin_format: BinFormat::default(),
             dump_level: Some(2),
             dump_policy: Some("block".into()),
@@ -151,23 +152,23 @@ pub fn build(records: Vec<(RecordJson, Vec<u8>)>) -> (Manifest, Vec<u8>) {
 /// Write `tensor_dump/{tensor_dump.json, tensor_dump.bin}` under `run_dir`;
 /// returns the dump folder.
 pub fn write(run_dir: &Path, m: &Manifest, bin: &[u8]) -> PathBuf {
-    let dir = run_dir.join("tensor_dump");
+    let dir = run_dir.join(TENSOR_DUMP_DIR);
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(
-        dir.join("tensor_dump.json"),
+        dir.join(TENSOR_DUMP_JSON),
         serde_json::to_vec_pretty(m).unwrap(),
     )
     .unwrap();
-    std::fs::write(dir.join("tensor_dump.bin"), bin).unwrap();
+    std::fs::write(dir.join(TENSOR_DUMP_BIN), bin).unwrap();
     dir
 }
 
 /// Write raw manifest text (and a payload) into `dir/tensor_dump/`.
 pub fn write_raw(run_dir: &Path, json: &str, bin: &[u8]) -> PathBuf {
-    let dir = run_dir.join("tensor_dump");
+    let dir = run_dir.join(TENSOR_DUMP_DIR);
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("tensor_dump.json"), json).unwrap();
-    std::fs::write(dir.join("tensor_dump.bin"), bin).unwrap();
+    std::fs::write(dir.join(TENSOR_DUMP_JSON), json).unwrap();
+    std::fs::write(dir.join(TENSOR_DUMP_BIN), bin).unwrap();
     dir
 }
 
