@@ -265,6 +265,170 @@ fn writer_set(c: &Case) {
     }
 }
 
+/// Row-major strides of `shape` (elements).
+fn row_major(shape: &[u64]) -> Vec<u64> {
+    let mut st = vec![1u64; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        st[i] = st[i + 1] * shape[i + 1];
+    }
+    st
+}
+
+/// The header's counters, the record order and each record's own facts
+/// (UPSTREAM_FORMATS A), derived from the records as written: the
+/// counters are what the records say (scalars counted as inputs, no
+/// counter of their own); records sorted by (task_id, stage
+/// before<after, arg_index, role input<output<inout); scalars `[]`
+/// shape and strides, numel 1, no payload, `input` at `before_dispatch`,
+/// slots after the task's tensors; a tensor's numel is its shape's
+/// product, `is_contiguous` says whether its strides are row-major, and
+/// its payload is the whole view or (level 3, unmarked) nothing.
+fn header_counts_order_and_records(c: &Case) {
+    let what = c.what();
+    let args = c.args();
+    let count = |f: &dyn Fn(&Value) -> bool| args.iter().filter(|r| f(r)).count() as u64;
+    let counters = [
+        ("total_args", args.len() as u64),
+        (
+            "before_dispatch",
+            count(&|r| r["stage"] == "before_dispatch"),
+        ),
+        (
+            "after_completion",
+            count(&|r| r["stage"] == "after_completion"),
+        ),
+        ("input_args", count(&|r| r["role"] == "input")),
+        ("output_args", count(&|r| r["role"] == "output")),
+        ("inout_args", count(&|r| r["role"] == "inout")),
+        ("truncated_args", count(&|r| r["truncated"] == true)),
+    ];
+    for (k, n) in counters {
+        assert_eq!(u(&c.doc[k]), n, "{what}: header {k}");
+    }
+    let scalars = count(&|r| r["kind"] == "scalar");
+    assert!(
+        scalars > 0 || c.level == 1 || c.workload == "mixed_example",
+        "{what}: no scalar to check"
+    );
+    let tensor_inputs = count(&|r| r["kind"] == "tensor" && r["role"] == "input");
+    assert_eq!(
+        u(&c.doc["input_args"]),
+        tensor_inputs + scalars,
+        "{what}: scalars count as inputs"
+    );
+    assert!(c.doc.get("scalar_args").is_none(), "{what}: ours only");
+    for k in ["dropped_records", "dropped_overwrite"] {
+        assert_eq!(u(&c.doc[k]), 0, "{what}: {k} (block policy)");
+    }
+    // Order.
+    let rank = |r: &Value| {
+        let stage = match r["stage"].as_str().unwrap() {
+            "before_dispatch" => 0,
+            "after_completion" => 1,
+            s => panic!("{what}: stage {s}"),
+        };
+        let role = match r["role"].as_str().unwrap() {
+            "input" => 0,
+            "output" => 1,
+            "inout" => 2,
+            s => panic!("{what}: role {s}"),
+        };
+        let task = r["task_id"].as_str().unwrap();
+        assert!(
+            task.len() == 18 && task.starts_with("0x"),
+            "{what}: task id {task} is not 0x%016x"
+        );
+        let id = u64::from_str_radix(&task[2..], 16).unwrap();
+        (id, stage, u(&r["arg_index"]), role)
+    };
+    let keys: Vec<_> = args.iter().map(rank).collect();
+    for (w, r) in keys.windows(2).zip(args.iter().skip(1)) {
+        assert!(w[0] < w[1], "{what}: out of order at {r}");
+    }
+    // Records.
+    let mut tensors_of: HashMap<&str, BTreeSet<u64>> = HashMap::new();
+    for r in args.iter().filter(|r| r["kind"] == "tensor") {
+        tensors_of
+            .entry(r["task_id"].as_str().unwrap())
+            .or_default()
+            .insert(u(&r["arg_index"]));
+    }
+    for r in args {
+        if r["kind"] == "scalar" {
+            assert_eq!(
+                (
+                    &r["role"],
+                    &r["stage"],
+                    &r["shape"],
+                    &r["strides"],
+                    u(&r["numel"]),
+                    u(&r["start_offset"]),
+                    u(&r["bin_size"]),
+                ),
+                (
+                    &Value::from("input"),
+                    &Value::from("before_dispatch"),
+                    &serde_json::json!([]),
+                    &serde_json::json!([]),
+                    1,
+                    0,
+                    0
+                ),
+                "{what}: scalar {r}"
+            );
+            // Slot `tensor_count + j`: after every tensor slot of its task
+            // (at level 1 only the marked ones are there to compare).
+            let tensors = tensors_of
+                .get(r["task_id"].as_str().unwrap())
+                .map_or(0, BTreeSet::len) as u64;
+            assert!(u(&r["arg_index"]) >= tensors, "{what}: scalar slot {r}");
+            continue;
+        }
+        assert_eq!(r["kind"], "tensor", "{what}: {r}");
+        let (shape, strides) = (list(&r["shape"]), list(&r["strides"]));
+        assert!(
+            (1..=5).contains(&shape.len()) && strides.len() == shape.len(),
+            "{what}: at most 5 dims: {r}"
+        );
+        let numel: u64 = shape.iter().product();
+        assert_eq!(u(&r["numel"]), numel, "{what}: numel {r}");
+        assert_eq!(
+            r["is_contiguous"],
+            strides == row_major(&shape),
+            "{what}: is_contiguous {r}"
+        );
+        let full = numel * elem(r["dtype"].as_str().unwrap()) as u64;
+        let size = u(&r["bin_size"]);
+        assert!(
+            size == full || (c.level == 3 && size == 0),
+            "{what}: bin_size {size} of a {full}-byte view: {r}"
+        );
+    }
+    if c.level >= 2 {
+        // Every slot of a task, tensors first: scalars are exactly the
+        // slots `tensor_count + j`.
+        let mut slots: BTreeMap<&str, (BTreeSet<u64>, BTreeSet<u64>)> = BTreeMap::new();
+        for r in args {
+            let e = slots.entry(r["task_id"].as_str().unwrap()).or_default();
+            let set = if r["kind"] == "scalar" {
+                &mut e.1
+            } else {
+                &mut e.0
+            };
+            set.insert(u(&r["arg_index"]));
+        }
+        for (task, (t, s)) in slots {
+            let n = t.len() as u64;
+            assert_eq!(t, (0..n).collect(), "{what}: task {task} tensor slots");
+            assert_eq!(
+                s,
+                (n..n + s.len() as u64).collect(),
+                "{what}: task {task} scalar slots"
+            );
+        }
+    }
+}
+
 /// The ST validator, adapted (see the module doc).
 fn validator(c: &Case) {
     let what = c.what();
@@ -584,6 +748,7 @@ fn upstream_layout_runs_meet_the_upstream_tools_requirements() {
             };
             viewer(&c);
             writer_set(&c);
+            header_counts_order_and_records(&c);
             validator(&c);
             let want = c
                 .native
@@ -627,4 +792,113 @@ fn upstream_layout_runs_meet_the_upstream_tools_requirements() {
         "{}",
         o.stdout
     );
+}
+
+/// Adds 1.0 to the `[1, 16]` f32 inout in slot 0.
+fn add_one(core: &mut simpler_isa::Core, args: &simpler_isa::Args) -> simpler_isa::KResult<()> {
+    let t = args.tensor(0)?;
+    let tile = core.alloc_tile(
+        simpler_isa::BufKind::Ub,
+        1,
+        16,
+        simpler_core::DType::Float32,
+    )?;
+    core.tload(tile, &t)?;
+    core.tadds(tile, tile, 1.0)?;
+    core.tstore(&t, tile)
+}
+
+/// Which files an upstream-layout dump leaves in `<run>/args_dump/`
+/// (UPSTREAM_FORMATS A "Files"): no `args_dump.json` without a record;
+/// `args.bin` always at levels 1 and 2 (even with no payload byte); at
+/// level 3 `args.bin` only when a byte was written, else `bin_file: null`.
+/// One task (tensor slot 0, a scalar slot 1), marked as `marks` says.
+#[test]
+fn upstream_layout_files_exist_as_the_upstream_runtime_writes_them() {
+    use simpler_dump::{DumpConfig, DumpLayout, DumpLevel};
+    use simpler_runtime::{KernelDef, Kernels, OrchArgs, TaskArgs};
+    #[derive(Clone, Copy, Debug)]
+    enum Marks {
+        /// No task at all.
+        NoTask,
+        None,
+        Scalar,
+        Tensor,
+    }
+    let run = |level: DumpLevel, marks: Marks| {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("run").join("args_dump");
+        let rt = crate::common::runtime(
+            DumpConfig {
+                level: Some(level),
+                layout: DumpLayout::Upstream,
+                ..DumpConfig::new(&dir)
+            },
+            vec![KernelDef::new(
+                5,
+                "add_one",
+                simpler_core::topology::CoreType::Aiv,
+                add_one,
+            )],
+        );
+        let t = rt
+            .upload_pod(&[0f32; 16], &[1, 16], simpler_core::DType::Float32)
+            .unwrap();
+        rt.run(&OrchArgs::new().tensor(t), |o, args| {
+            let t = args.tensor_at(0)?;
+            let a = match marks {
+                Marks::NoTask => return Ok(()),
+                Marks::None => TaskArgs::new().inout(&t).scalar_f32(0.5),
+                Marks::Scalar => TaskArgs::new().inout(&t).scalar_f32(0.5).dump(),
+                Marks::Tensor => TaskArgs::new().inout(&t).dump().scalar_f32(0.5),
+            };
+            o.submit(Kernels::Aiv(5), a)?;
+            Ok(())
+        })
+        .unwrap();
+        let json = dir.join("args_dump.json");
+        let doc: Option<Map<String, Value>> = json.is_file().then(|| read_json(&json));
+        let bin = dir.join("args.bin");
+        let bin_len = bin
+            .is_file()
+            .then(|| std::fs::metadata(&bin).unwrap().len());
+        (doc, bin_len)
+    };
+    let what = |level: DumpLevel, marks: Marks| format!("level {} marks {marks:?}", level.number());
+    for level in [DumpLevel::Marked, DumpLevel::All, DumpLevel::MetaAll] {
+        for marks in [Marks::NoTask, Marks::None, Marks::Scalar, Marks::Tensor] {
+            let w = what(level, marks);
+            let (doc, bin_len) = run(level, marks);
+            let Some(doc) = doc else {
+                // No record: no manifest (and nothing else in the folder).
+                let records = match (level, marks) {
+                    (_, Marks::NoTask) => 0,
+                    (DumpLevel::Marked, Marks::None) => 0,
+                    _ => 1,
+                };
+                assert_eq!(records, 0, "{w}: records but no args_dump.json");
+                assert_eq!(bin_len, None, "{w}: args.bin without args_dump.json");
+                continue;
+            };
+            let args = doc["args"].as_array().unwrap();
+            assert!(!args.is_empty(), "{w}: args_dump.json with 0 records");
+            let payload: u64 = args.iter().map(|r| u(&r["bin_size"])).sum();
+            match level {
+                DumpLevel::MetaAll if payload == 0 => {
+                    assert_eq!(doc["bin_file"], Value::Null, "{w}");
+                    assert_eq!(bin_len, None, "{w}: args.bin with no byte");
+                }
+                _ => {
+                    assert_eq!(doc["bin_file"], "args.bin", "{w}");
+                    assert_eq!(bin_len, Some(payload), "{w}: args.bin holds the payloads");
+                }
+            }
+            // The cases meant: a marked tensor gives a payload at levels
+            // 1 and 3, a marked scalar alone none.
+            let marked_tensor = matches!(marks, Marks::Tensor);
+            if level != DumpLevel::All {
+                assert_eq!(payload > 0, marked_tensor, "{w}");
+            }
+        }
+    }
 }
