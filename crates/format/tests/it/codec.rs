@@ -55,6 +55,15 @@ proptest! {
         }
     }
 
+    /// The upstream `value` text, as UPSTREAM_FORMATS A states it for
+    /// each dtype, derived from the slot's bits.
+    #[test]
+    fn upstream_value_text_is_the_upstream_form(d in dtype(), seed in any::<u64>()) {
+        let bits = seed & simpler_format::scalar::width_mask(d);
+        let text = serde_json::to_string(&encode_upstream(d, bits)).unwrap();
+        prop_assert_eq!(&text, &upstream_text(d, bits), "{} {:#x}", d, bits);
+    }
+
     /// Values a dtype cannot hold are refused, never wrapped.
     #[test]
     fn out_of_range_integers_are_refused(v in any::<i64>()) {
@@ -84,4 +93,69 @@ fn every_dtype_has_a_decode_path() {
 fn slot_bits_max(d: DType) -> u64 {
     let _ = slot_bits(d);
     simpler_format::scalar::width_mask(d)
+}
+
+/// What the upstream runtime writes as `value` for a `d` slot holding
+/// `bits` (UPSTREAM_FORMATS A "Scalar value"), or for FLOAT32 finite
+/// values a check of the written text: the nearest 6-significant-digit
+/// decimal, written so that a JSON reader takes it as a float.
+fn upstream_text(d: DType, bits: u64) -> String {
+    match d {
+        DType::Float32 => {
+            let f = f32::from_bits(bits as u32);
+            if f.is_nan() {
+                "null".into()
+            } else if f.is_infinite() {
+                if f > 0.0 { "\"$Inf\"" } else { "\"-$Inf\"" }.into()
+            } else {
+                let text = serde_json::to_string(&encode_upstream(d, bits)).unwrap();
+                let v: f64 = text.parse().unwrap();
+                let six: f64 = format!("{:.5e}", f64::from(f)).parse().unwrap();
+                assert!(
+                    v == six && v.is_sign_negative() == f.is_sign_negative(),
+                    "{f:e} written {text}, not its 6 significant digits {six:e}"
+                );
+                assert!(text.contains(['.', 'e', 'E']), "{text}: read as an integer");
+                text
+            }
+        }
+        DType::Int32 => (bits as u32 as i32).to_string(),
+        DType::Uint32 => (bits as u32).to_string(),
+        DType::Int64 => (bits as i64).to_string(),
+        DType::Bool => (bits != 0).to_string(),
+        // UINT64, INT8/16, UINT8/16, FP16, BF16 and the rest: the raw
+        // slot, a JSON number even above 2^53.
+        _ => bits.to_string(),
+    }
+}
+
+#[test]
+fn upstream_value_text_edge_cases() {
+    let f = |x: f32| u64::from(x.to_bits());
+    for (d, bits) in [
+        (DType::Float32, f(f32::NAN)),
+        (DType::Float32, 0x7fc0_0001),
+        (DType::Float32, f(f32::INFINITY)),
+        (DType::Float32, f(f32::NEG_INFINITY)),
+        (DType::Float32, f(0.0)),
+        (DType::Float32, f(-0.0)),
+        (DType::Float32, f(1.0)),
+        (DType::Float32, f(1.0 / 3.0)),
+        (DType::Float32, f(123_456_789.0)),
+        (DType::Float32, f(f32::MIN_POSITIVE)),
+        (DType::Float32, f(f32::MAX)),
+        (DType::Int32, 0xffff_fffb),
+        (DType::Int64, u64::MAX),
+        (DType::Uint32, 0xffff_ffff),
+        (DType::Bool, 1),
+        (DType::Bool, 0),
+        (DType::Uint64, u64::MAX),
+        (DType::Uint64, (1 << 53) + 1),
+        (DType::Float16, 0x3c00),
+        (DType::Bfloat16, 0x3f80),
+        (DType::Int8, 0xff),
+    ] {
+        let text = serde_json::to_string(&encode_upstream(d, bits)).unwrap();
+        assert_eq!(text, upstream_text(d, bits), "{d} {bits:#x}");
+    }
 }
