@@ -147,6 +147,28 @@ fn level_3_without_a_payload_file() {
     assert!(e.contains("record 0") && e.contains("bin_file null"), "{e}");
 }
 
+/// Without a `bin_file` key the payload file is `args.bin` (the upstream
+/// viewer's default); `null` means there is none.
+#[test]
+fn a_missing_bin_file_key_means_args_bin() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bin: Vec<u8> = [3.0f32, 4.0].iter().flat_map(|x| x.to_le_bytes()).collect();
+    write(
+        tmp.path(),
+        2,
+        json!("args.bin"),
+        vec![tensor(T, 0, "before_dispatch", "input", 0, 8)],
+        Some(&bin),
+    );
+    let j = tmp.path().join("args_dump/args_dump.json");
+    let mut doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&j).unwrap()).unwrap();
+    assert!(doc.as_object_mut().unwrap().remove("bin_file").is_some());
+    std::fs::write(&j, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let d = Dump::open(tmp.path()).unwrap();
+    assert!(d.info().payload.path().ends_with("args_dump/args.bin"));
+    assert_eq!(d.elements_f64(&d.records()[0]).unwrap(), vec![3.0, 4.0]);
+}
+
 /// Our native dump of the same task as `upstream_edge_values_…` builds:
 /// one before_dispatch record of the input (no per-block repeat), typed
 /// scalars with exact bits, the output.
