@@ -552,3 +552,78 @@ fn all_reports_a_dispatch_that_cannot_be_rebuilt() {
         o.stdout
     );
 }
+
+/// A MIX task rebuilt from per-task records (UPSTREAM_FORMATS D.2): the
+/// stored `func_id` order (AIC, AIV0, AIV1) assigns the lanes, whichever
+/// member `--func-id` names; the cluster replays bit-exact. Stripped to
+/// what the upstream runtime writes, so nothing but `func_id` says which
+/// AIV kernel is which lane.
+#[test]
+fn a_mix_task_rebuilt_from_per_task_records_takes_its_lanes_from_func_id_order() {
+    let tmp = dumped(
+        "mixed_example",
+        "Default",
+        &["--dump-tensor", "2", "--dump-layout", "upstream"],
+    );
+    let cwd = tmp.path();
+    as_upstream_runtime(&cwd.join("run"));
+    let doc = load(&cwd.join("run/args_dump/args_dump.json"));
+    let ids: Vec<u64> = doc["args"][0]["func_id"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 3, "a MIX task of three members: {ids:?}");
+    let lanes = ["aic", "aiv0", "aiv1"];
+    for (i, &f) in ids.iter().enumerate() {
+        let ws = format!("ws{f}");
+        let o = simpler(
+            cwd,
+            &[
+                "insight-trace",
+                "mixed_example",
+                "--dump-dir",
+                "run",
+                "--func-id",
+                &f.to_string(),
+                "--output",
+                &ws,
+            ],
+        );
+        assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+        assert!(
+            o.stdout.contains("from the per-task records"),
+            "{}",
+            o.stdout
+        );
+        assert!(o.stdout.contains("(3 bit-exact)"), "{}", o.stdout);
+        let spec = load(&cwd.join(&ws).join("replay_spec.json"));
+        let members: Vec<(u64, &str, u64)> = spec["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                (
+                    m["func_id"].as_u64().unwrap(),
+                    m["dispatch"]["subtask"].as_str().unwrap(),
+                    m["dispatch"]["sub_block_id"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        let want: Vec<(u64, &str, u64)> = ids
+            .iter()
+            .zip(lanes)
+            .map(|(&f, l)| (f, l, u64::from(l == "aiv1")))
+            .collect();
+        assert_eq!(members, want, "--func-id {f}");
+        assert_eq!(
+            (
+                spec["func_id"].as_u64(),
+                spec["dispatch"]["subtask"].as_str()
+            ),
+            (Some(f), Some(lanes[i])),
+            "--func-id {f} selects its own lane"
+        );
+    }
+}
