@@ -53,6 +53,13 @@ pub fn name_map_file(workload: &str, case: &str) -> String {
     format!("{NAME_MAP_PREFIX}{workload}_{case}.json")
 }
 
+/// Whether a file named `name` is a name map as the upstream tools find
+/// one beside the records: any `name_map*.json` (theirs is
+/// `name_map_<Class>_<case>.json`, a bare `name_map.json` counts too).
+pub fn is_name_map_file(name: &str) -> bool {
+    name.starts_with(NAME_MAP_PREFIX.trim_end_matches('_')) && name.ends_with(".json")
+}
+
 /// A u64 written as a decimal string (`"4294967297"`), read from a decimal
 /// string or a JSON integer — the upstream tools call `int(v)` on both.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -317,8 +324,9 @@ pub struct Deps {
 pub struct DepTask<A = Vec<DepArg>> {
     /// Task id.
     pub task_id: Dec64,
-    /// Scope depth it was submitted at (0 = top level).
-    #[serde(default)]
+    /// Scope depth it was submitted at (0 = top level). Upstream writes
+    /// `"auto"` or `"manual"` here (no depth): read as 0.
+    #[serde(default, deserialize_with = "lenient_u32")]
     pub scope: u32,
     /// Func id of the `[aic, aiv0, aiv1]` members, −1 when inactive.
     pub kernel_ids: [i64; 3],
@@ -332,6 +340,36 @@ pub struct DepTask<A = Vec<DepArg>> {
 
 fn one() -> u32 {
     1
+}
+
+/// Our integer, or what upstream writes in its place (a word such as
+/// `"auto"`, a list of words such as `["wait","retain"]`, `null`): 0.
+/// Only for fields nothing we compute reads from an upstream file.
+fn lenient_u32<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    struct V;
+    impl<'de> de::Visitor<'de> for V {
+        type Value = u32;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a u32, or upstream's word or list of words")
+        }
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<u32, E> {
+            u32::try_from(v).map_err(|_| E::custom(format_args!("{v} is too large")))
+        }
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<u32, E> {
+            u32::try_from(v).map_err(|_| E::custom(format_args!("{v} is not a u32")))
+        }
+        fn visit_str<E: de::Error>(self, _: &str) -> Result<u32, E> {
+            Ok(0)
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<u32, E> {
+            Ok(0)
+        }
+        fn visit_seq<A: de::SeqAccess<'de>>(self, mut a: A) -> Result<u32, A::Error> {
+            while a.next_element::<de::IgnoredAny>()?.is_some() {}
+            Ok(0)
+        }
+    }
+    d.deserialize_any(V)
 }
 
 /// A tensor argument of a [`DepTask`]. Read leniently (every field but
@@ -403,8 +441,10 @@ pub struct DepEdge<D = Vec<u32>> {
     /// `creator`, `tensormap` or `explicit` (see [`source`]).
     pub source: Cow<'static, str>,
     /// Bit 0: read-after-write, bit 1: write-after-write, bit 2:
-    /// write-after-read.
-    #[serde(default)]
+    /// write-after-read (see [`flag`]). Upstream writes its `DepFlags`
+    /// here instead, a list of `"wait"`/`"retain"` (not hazard kinds):
+    /// read as 0.
+    #[serde(default, deserialize_with = "lenient_u32")]
     pub flags: u32,
     /// `full` when the producer's view covers the consumer's, else `partial`.
     #[serde(default)]
@@ -530,6 +570,71 @@ mod tests {
         assert!(e.to_string().contains("4 columns: expected 6"), "{e}");
         let e = serde_json::from_str::<AicpuRow>("[3,1,0]").unwrap_err();
         assert!(e.to_string().contains("3 columns: expected 4"), "{e}");
+    }
+
+    /// A `deps.json` as the upstream runtime writes it (its dep-gen doc):
+    /// `runtime`, scope words, `flags` as a list of words (or absent),
+    /// `overlap` words, uppercase arg types, `consumer_dtype`.
+    #[test]
+    fn upstream_deps_json_reads() {
+        let text = r#"{"runtime":"tensormap_and_ringbuffer",
+          "tasks":[{"task_id":"0","scope":"auto","kernel_ids":[0,-1,-1],"block_num":1,"args":[]},
+                   {"task_id":4294967296,"scope":"manual","kernel_ids":[-1,1,-1],"block_num":4,"args":[
+                     {"idx":0,"type":"INPUT","tensor_id":"13451765318376212391","dtype":"FLOAT32",
+                      "shape":[16384],"start_offset":"0","strides":[1]}]}],
+          "tensors":[{"tensor_id":"13451765318376212391","buffer_addr":"29204938752","version":0,
+                      "dtype":"FLOAT32","buffer_numel":"16384"}],
+          "edges":[{"pred":"0","succ":"4294967296","arg":0,"source":"creator","flags":["wait","retain"],
+                    "tensor_id":"13451765318376212391","consumer_dtype":"FLOAT32","consumer_shape":[16384],
+                    "consumer_start_offset":"0","consumer_strides":[1]},
+                   {"pred":"0","succ":"4294967296","arg":0,"source":"tensormap","flags":["wait"],
+                    "overlap":"covered","producer_shape":[16384],"producer_start_offset":"0","producer_strides":[1]},
+                   {"pred":"0","succ":"4294967296","arg":-1,"source":"explicit"}]}"#;
+        let d: Deps = serde_json::from_str(text).unwrap();
+        assert_eq!(d.tasks.len(), 2);
+        assert_eq!(d.tasks[1].task_id, Dec64(1 << 32));
+        assert_eq!(d.tasks[1].block_num, 4);
+        assert_eq!((d.tasks[0].scope, d.tasks[1].scope), (0, 0));
+        assert_eq!(d.tasks[1].args[0].kind, "INPUT");
+        assert_eq!(d.tensors[0].tensor_id, Dec64(13_451_765_318_376_212_391));
+        let e: Vec<_> = d
+            .edges
+            .iter()
+            .map(|e| (e.pred.0, e.succ.0, e.source.as_ref(), e.flags, e.arg))
+            .collect();
+        assert_eq!(
+            e,
+            [
+                (0, 1 << 32, source::CREATOR, 0, 0),
+                (0, 1 << 32, source::TENSORMAP, 0, 0),
+                (0, 1 << 32, source::EXPLICIT, 0, -1),
+            ]
+        );
+        assert_eq!(d.edges[1].overlap, "covered");
+        // Ours still read as written; a wrong type is still refused.
+        let ours: DepEdge = serde_json::from_str(
+            r#"{"pred":"1","succ":"2","arg":0,"source":"tensormap","flags":5,"overlap":"full"}"#,
+        )
+        .unwrap();
+        assert_eq!(ours.flags, flag::RAW | flag::WAR);
+        let bad = r#"{"pred":"1","succ":"2","source":"creator","flags":{"wait":true}}"#;
+        assert!(serde_json::from_str::<DepEdge>(bad).is_err());
+        let bad = r#"{"pred":"1","succ":"2","source":"creator","flags":-1}"#;
+        assert!(serde_json::from_str::<DepEdge>(bad).is_err());
+    }
+
+    #[test]
+    fn name_maps_are_found_as_the_tools_glob_them() {
+        for n in [
+            name_map_file("w", "c").as_str(),
+            "name_map.json",
+            "name_map_TestX_case1.json",
+        ] {
+            assert!(is_name_map_file(n), "{n}");
+        }
+        for n in ["name_map_w_c.json.tmp", "my_name_map.json", "deps.json"] {
+            assert!(!is_name_map_file(n), "{n}");
+        }
     }
 
     #[test]

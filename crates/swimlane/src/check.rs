@@ -108,7 +108,7 @@ pub fn check_dir(dir: &Path) -> Result<CheckedNumbers, Vec<String>> {
                 .filter(|p| {
                     p.file_name()
                         .and_then(|n| n.to_str())
-                        .is_some_and(|n| n.starts_with("name_map") && n.ends_with(".json"))
+                        .is_some_and(simpler_format::swimlane::is_name_map_file)
                 })
                 .collect()
         })

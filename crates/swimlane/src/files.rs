@@ -5,7 +5,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use simpler_format::swimlane::{
-    name_map_file, Deps, NameMap, Records, DEPS_FILE, NAME_MAP_PREFIX, PERFETTO_FILE, PMU_FILE,
+    is_name_map_file, name_map_file, Deps, NameMap, Records, DEPS_FILE, PERFETTO_FILE, PMU_FILE,
     PREDICTED_DIR, RECORDS_FILE,
 };
 use simpler_runtime::SwimlaneLog;
@@ -23,7 +23,7 @@ pub enum LoadError {
     #[error(transparent)]
     File(#[from] simpler_format::Error),
     /// Several name maps and no way to choose.
-    #[error("{dir}: {n} name_map_*.json files; expected at most one")]
+    #[error("{dir}: {n} name_map*.json files; expected at most one")]
     NameMaps {
         /// The folder.
         dir: PathBuf,
@@ -42,7 +42,7 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, simpler_f
     simpler_format::json::from_slice(path, &bytes)
 }
 
-/// The unique `name_map_*.json` of `dir`, if any.
+/// The unique `name_map*.json` of `dir`, if any.
 fn name_map_path(dir: &Path) -> Result<Option<PathBuf>, LoadError> {
     let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
         .map(|rd| {
@@ -51,7 +51,7 @@ fn name_map_path(dir: &Path) -> Result<Option<PathBuf>, LoadError> {
                 .filter(|p| {
                     p.file_name()
                         .and_then(|n| n.to_str())
-                        .is_some_and(|n| n.starts_with(NAME_MAP_PREFIX) && n.ends_with(".json"))
+                        .is_some_and(is_name_map_file)
                 })
                 .collect()
         })
