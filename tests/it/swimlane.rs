@@ -382,6 +382,7 @@ fn predict_times_each_dispatch_as_insight_trace_replays_it() {
         phases += spans.len();
     }
     assert_eq!(phases, 12);
+    check_pmu(&dir.join("predicted"));
     let ka = json(&dir.join("tensor_dump/kernel_args_dump.json"));
     let pmu = std::fs::read_to_string(dir.join("predicted/pmu.csv")).unwrap();
     assert!(
@@ -439,6 +440,108 @@ fn predict_times_each_dispatch_as_insight_trace_replays_it() {
             "{pmu_row}"
         );
     }
+}
+
+/// `pmu.csv` in upstream's layout (UPSTREAM_FORMATS E): `thread_id,
+/// core_id, task_id (0x%016x), func_id, core_type (0 AIC / 1 AIV),
+/// pmu_total_cycles, <counters>, event_type`, one row per task and core —
+/// each figure derived from the predicted records and `deps.json` beside it.
+fn check_pmu(dir: &Path) {
+    let r = json(&dir.join("chip_swimlane_records.json"));
+    let d = json(&dir.join("deps.json"));
+    let md = &r["metadata"];
+    let types: Vec<&str> = md["core_types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    let n_aic = types.iter().filter(|t| **t == "aic").count() as u64;
+    let threads: Vec<i64> = md["core_to_thread"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_i64().unwrap())
+        .collect();
+    let kernels: HashMap<u64, Vec<i64>> = d["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let k = t["kernel_ids"].as_array().unwrap();
+            (
+                decimal(&t["task_id"], "task_id"),
+                k.iter().map(|x| x.as_i64().unwrap()).collect(),
+            )
+        })
+        .collect();
+    // (task, core) → Σ cycles of its aicore rows.
+    let mut want: HashMap<(u64, u64), u64> = HashMap::new();
+    for row in r["aicore_tasks"].as_array().unwrap() {
+        let c = |i: usize| row[i].as_u64().unwrap();
+        *want.entry((c(1), c(0))).or_default() += c(4) - c(3);
+    }
+    let pmu = std::fs::read_to_string(dir.join("pmu.csv")).unwrap();
+    let mut lines = pmu.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(
+        header[..6],
+        [
+            "thread_id",
+            "core_id",
+            "task_id",
+            "func_id",
+            "core_type",
+            "pmu_total_cycles"
+        ]
+    );
+    assert_eq!(header.last(), Some(&"event_type"));
+    let mut seen = std::collections::HashSet::new();
+    for line in lines {
+        let cols: Vec<&str> = line.split(',').collect();
+        assert_eq!(cols.len(), header.len(), "{line}");
+        let hex = cols[2];
+        assert!(
+            hex.len() == 18
+                && hex.starts_with("0x")
+                && hex[2..]
+                    .bytes()
+                    .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')),
+            "task_id {hex:?} is not 0x%016x"
+        );
+        let task = u64::from_str_radix(&hex[2..], 16).unwrap();
+        let num = |i: usize| -> u64 { cols[i].parse().unwrap_or_else(|_| panic!("{line}")) };
+        let core = num(1);
+        assert!(seen.insert((task, core)), "(task, core) repeats: {line}");
+        assert_eq!(
+            Some(num(0) as i64),
+            threads.get(core as usize).copied(),
+            "{line}"
+        );
+        let aiv = types[core as usize] == "aiv";
+        assert_eq!(num(4), u64::from(aiv), "core_type: {line}");
+        let k = &kernels[&task];
+        let func = match aiv {
+            false => k[0],
+            true if k[1] >= 0 && k[2] >= 0 => k[1 + ((core - n_aic) % 2) as usize],
+            true => k[1].max(k[2]),
+        };
+        assert_eq!(num(3) as i64, func, "func_id: {line}");
+        let total = num(5);
+        assert_eq!(
+            Some(&total),
+            want.get(&(task, core)),
+            "total cycles: {line}"
+        );
+        for i in 6..cols.len() - 1 {
+            assert!(num(i) <= total, "a pipe busier than its dispatch: {line}");
+        }
+        assert!(
+            [1, 2, 4, 5, 6, 7, 8].contains(&num(cols.len() - 1)),
+            "event_type: {line}"
+        );
+    }
+    assert_eq!(seen.len(), want.len(), "one row per task and core");
 }
 
 /// The run line counts the edges the run waited on; the swimlane line the
@@ -685,4 +788,177 @@ fn a_report_without_deps_json_says_it_knows_no_edges() {
     assert_eq!(o.status.code(), Some(0), "{err}");
     assert!(err.contains(&format!("note: r {note}")), "{err}");
     assert!(out.contains("Critical path"), "{out}");
+}
+
+/// A string of decimal digits, as the upstream tools' `int(v)` reads it
+/// (never `"0x…"`).
+fn decimal(v: &Value, what: &str) -> u64 {
+    let s = v
+        .as_str()
+        .unwrap_or_else(|| panic!("{what}: {v} is not a string"));
+    assert!(
+        !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()),
+        "{what}: {s:?} is not decimal"
+    );
+    s.parse()
+        .unwrap_or_else(|_| panic!("{what}: {s:?} overflows u64"))
+}
+
+/// Each level writes what upstream's level holds (UPSTREAM_FORMATS B):
+/// 1 core rows only, 2 + the scheduler's rows joined on (core_id,
+/// reg_task_id), 3 + scheduler phases and `core_to_thread`, 4 +
+/// orchestrator submits; the level in the records and the name map is the
+/// flag's; the clock is host ns as 1 GHz; `reg_task_id` counts each
+/// core's dispatches; every u64 of `deps.json` and every submit's task id
+/// is a decimal string naming a task of `deps.json`.
+#[test]
+fn each_swimlane_level_writes_what_the_upstream_level_holds() {
+    let tmp = tempfile::tempdir().unwrap();
+    for level in 1..=4u64 {
+        let dir = format!("l{level}");
+        let l = level.to_string();
+        ok_run(
+            tmp.path(),
+            &["run", "vector_example", "--swimlane", &l, "--output", &dir],
+        );
+        let dir = tmp.path().join(&dir);
+        check_dir(&dir).unwrap_or_else(|e| panic!("level {level}: {e:#?}"));
+        let r = json(&dir.join("chip_swimlane_records.json"));
+        let names = json(&dir.join("name_map_vector_example_Default.json"));
+        assert_eq!(r["chip_swimlane_level"], level);
+        assert_eq!(names["level"], level);
+        assert_eq!(names["orchestrator_name"], "vector_example_Default");
+        let md = &r["metadata"];
+        assert_eq!(md["clock_freq_hz"], simpler_swimlane::record::HOST_CLOCK_HZ);
+        let cores = md["core_types"].as_array().unwrap();
+        assert_eq!(md["num_cores"], cores.len() as u64);
+        assert!(cores.iter().all(|t| t == "aic" || t == "aiv"), "{md}");
+        let len = |k: &str| r[k].as_array().map_or(0, Vec::len);
+        let rows = r["aicore_tasks"].as_array().unwrap();
+        assert_eq!(len("aicpu_tasks"), if level >= 2 { rows.len() } else { 0 });
+        let phases: usize = r["aicpu_scheduler_phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_array().unwrap().len())
+            .sum();
+        assert_eq!(phases > 0, level >= 3, "level {level}: {phases} phases");
+        let ctt = md.get("core_to_thread").and_then(Value::as_array);
+        assert_eq!(ctt.map(Vec::len), (level >= 3).then_some(cores.len()));
+        assert_eq!(len("aicpu_orchestrator_phases") > 0, level == 4);
+        // reg_task_id: 0, 1, 2, … on each core, in the order it ran them.
+        let mut per_core: HashMap<u64, Vec<(u64, u64)>> = HashMap::new();
+        for row in rows {
+            let c = |i: usize| row[i].as_u64().unwrap();
+            per_core.entry(c(0)).or_default().push((c(3), c(2)));
+        }
+        for (core, mut v) in per_core {
+            v.sort_unstable();
+            let regs: Vec<u64> = v.iter().map(|x| x.1).collect();
+            let want: Vec<u64> = (0..regs.len() as u64).collect();
+            assert_eq!(regs, want, "level {level} core {core}");
+        }
+        // deps.json: every u64 a decimal string.
+        let d = json(&dir.join("deps.json"));
+        let mut tasks = std::collections::HashSet::new();
+        for t in d["tasks"].as_array().unwrap() {
+            tasks.insert(decimal(&t["task_id"], "tasks[].task_id"));
+            for a in t["args"].as_array().unwrap() {
+                decimal(&a["tensor_id"], "args[].tensor_id");
+                decimal(&a["start_offset"], "args[].start_offset");
+            }
+        }
+        for t in d["tensors"].as_array().unwrap() {
+            for k in ["tensor_id", "buffer_addr", "buffer_numel"] {
+                decimal(&t[k], k);
+            }
+        }
+        let edges = d["edges"].as_array().unwrap();
+        assert!(!edges.is_empty());
+        for e in edges {
+            for k in ["pred", "succ"] {
+                assert!(tasks.contains(&decimal(&e[k], k)), "{e}");
+            }
+            for k in [
+                "tensor_id",
+                "consumer_start_offset",
+                "producer_start_offset",
+            ] {
+                if let Some(v) = e.get(k) {
+                    decimal(v, k);
+                }
+            }
+        }
+        for row in rows {
+            assert!(tasks.contains(&row[1].as_u64().unwrap()), "{row}");
+        }
+        for t in r["aicpu_orchestrator_phases"].as_array().unwrap() {
+            for p in t.as_array().unwrap() {
+                assert!(tasks.contains(&decimal(&p["task_id"], "submit task_id")));
+            }
+        }
+    }
+}
+
+/// `simpler swimlane` reads a folder as the upstream runtime writes it:
+/// our run's files rewritten into upstream's forms (no `schema_version`,
+/// a `runtime` key, `scope` words, `flags` as lists of words or absent,
+/// `overlap` words, uppercase arg types, a `name_map_<Class>_<case>.json`
+/// of another name) give the same report, and `--check` passes.
+#[test]
+fn a_folder_in_the_upstream_runtimes_forms_gives_the_same_report() {
+    let tmp = swimlane_run("paged_attention", "CaseSmall1", &[]);
+    let want = ok_run(tmp.path(), &["swimlane", "r", "--top", "100"]);
+    let up = tmp.path().join("up");
+    std::fs::create_dir(&up).unwrap();
+    let mut r = json(&tmp.path().join("r/chip_swimlane_records.json"));
+    r.as_object_mut().unwrap().remove("schema_version");
+    let mut d = json(&tmp.path().join("r/deps.json"));
+    let o = d.as_object_mut().unwrap();
+    o.remove("schema_version");
+    o.insert("runtime".into(), "tensormap_and_ringbuffer".into());
+    for t in d["tasks"].as_array_mut().unwrap() {
+        t["scope"] = "auto".into();
+        for a in t["args"].as_array_mut().unwrap() {
+            let ty = a["type"].as_str().unwrap().to_ascii_uppercase();
+            a["type"] = ty.into();
+        }
+    }
+    for (i, e) in d["edges"].as_array_mut().unwrap().iter_mut().enumerate() {
+        let o = e.as_object_mut().unwrap();
+        match o["source"].as_str() {
+            Some("creator") => o.insert("flags".into(), serde_json::json!(["wait", "retain"])),
+            _ if i % 2 == 0 => o.remove("flags"),
+            _ => o.insert("flags".into(), serde_json::json!(["wait"])),
+        };
+        if let Some(ov) = o.get_mut("overlap") {
+            *ov = if *ov == "full" { "covered" } else { "other" }.into();
+        }
+    }
+    let mut n = json(
+        &tmp.path()
+            .join("r/name_map_paged_attention_CaseSmall1.json"),
+    );
+    n.as_object_mut().unwrap().remove("schema_version");
+    std::fs::write(up.join("chip_swimlane_records.json"), r.to_string()).unwrap();
+    std::fs::write(up.join("deps.json"), d.to_string()).unwrap();
+    std::fs::write(
+        up.join("name_map_TestPagedAttention_Case1.json"),
+        n.to_string(),
+    )
+    .unwrap();
+    let got = ok_run(tmp.path(), &["swimlane", "up", "--top", "100"]);
+    assert_eq!(got, want);
+    let out = ok_run(tmp.path(), &["swimlane", "up", "--check"]);
+    assert!(out.contains("upstream tools: OK"), "{out}");
+    // A bare name_map.json is one the tools find too.
+    std::fs::rename(
+        up.join("name_map_TestPagedAttention_Case1.json"),
+        up.join("name_map.json"),
+    )
+    .unwrap();
+    assert_eq!(
+        ok_run(tmp.path(), &["swimlane", "up", "--top", "100"]),
+        want
+    );
 }
