@@ -962,3 +962,38 @@ fn a_folder_in_the_upstream_runtimes_forms_gives_the_same_report() {
         want
     );
 }
+
+/// `deps.json` names its runtime, as the upstream dependency viewer
+/// requires (it refuses a file that names none), and speaks its words: the
+/// task ids decode by that runtime's layout (ring in bits 39:32, local id
+/// below) without losing a bit, and argument types are the upstream
+/// `TensorArgType` names the viewer matches (`INOUT`, `OUTPUT_EXISTING`, …).
+#[test]
+fn deps_json_names_its_runtime_and_uses_the_upstream_arg_types() {
+    let tmp = swimlane_run("paged_attention", "CaseSmall1", &[]);
+    let d = json(&tmp.path().join("r/deps.json"));
+    assert_eq!(d["runtime"], simpler_format::swimlane::RUNTIME);
+    let mut types = std::collections::BTreeSet::new();
+    for t in d["tasks"].as_array().unwrap() {
+        let raw: u64 = t["task_id"].as_str().unwrap().parse().unwrap();
+        let (ring, local) = ((raw >> 32) & 0xff, raw & 0xffff_ffff);
+        assert_eq!(
+            (ring << 32) | local,
+            raw,
+            "{raw:#x} does not fit the layout"
+        );
+        for a in t["args"].as_array().unwrap() {
+            types.insert(a["type"].as_str().unwrap().to_string());
+        }
+    }
+    let upstream = ["INPUT", "OUTPUT", "INOUT", "OUTPUT_EXISTING", "NO_DEP"];
+    assert!(
+        types.iter().all(|t| upstream.contains(&t.as_str())),
+        "{types:?}"
+    );
+    // paged_attention reads inputs, makes outputs and updates its
+    // accumulators in place.
+    for t in ["INPUT", "OUTPUT", "INOUT"] {
+        assert!(types.contains(t), "no {t} in {types:?}");
+    }
+}

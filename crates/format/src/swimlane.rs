@@ -309,6 +309,10 @@ pub struct Deps {
     /// Ours ([`SWIMLANE_SCHEMA_VERSION`]); absent in upstream files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schema_version: Option<u32>,
+    /// Which runtime's task-id layout the ids carry ([`RUNTIME`] for ours);
+    /// the upstream dependency viewer refuses a file that names none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<Cow<'static, str>>,
     /// Every submitted task, in submission order.
     pub tasks: Vec<DepTask>,
     /// Every tensor a task argument names.
@@ -316,6 +320,27 @@ pub struct Deps {
     pub tensors: Vec<DepTensor>,
     /// Every dependency edge, with its source.
     pub edges: Vec<DepEdge>,
+}
+
+/// The `runtime` a `deps.json` of ours names: the upstream runtime whose
+/// design ours follows (TensorMap and task rings) and whose task ids are
+/// ours, `ring << 32 | local` ([`simpler_core::TaskId`]), so the upstream
+/// viewer decodes them as it decodes its own.
+pub const RUNTIME: &str = "tensormap_and_ringbuffer";
+
+/// A tensor argument's `type` in `deps.json`, in the upstream runtime's
+/// words (its `TensorArgType` names: `INPUT`, `OUTPUT_EXISTING`, …), which
+/// its dependency viewer matches; the dump files' lowercase roles are
+/// another vocabulary ([`crate::vocab::role_name`]).
+pub fn dep_arg_type(role: simpler_core::ArgRole) -> &'static str {
+    use simpler_core::ArgRole;
+    match role {
+        ArgRole::Input => "INPUT",
+        ArgRole::Output => "OUTPUT",
+        ArgRole::OutputExisting => "OUTPUT_EXISTING",
+        ArgRole::InOut => "INOUT",
+        ArgRole::NoDep => "NO_DEP",
+    }
 }
 
 /// A task of [`Deps`]; its argument list a type parameter, so that
@@ -379,7 +404,9 @@ fn lenient_u32<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
 pub struct DepArg<D = Vec<u32>> {
     /// Argument slot.
     pub idx: u32,
-    /// Role: `input`, `output`, `inout`, `output_existing`, `no_dep`.
+    /// Role, in the upstream words ([`dep_arg_type`]: `INPUT`, `OUTPUT`,
+    /// `INOUT`, `OUTPUT_EXISTING`, `NO_DEP`); older files of ours wrote
+    /// the dump files' lowercase roles.
     #[serde(rename = "type", default)]
     pub kind: Cow<'static, str>,
     /// The [`DepTensor`] it views.

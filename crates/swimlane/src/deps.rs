@@ -30,6 +30,7 @@ pub fn write_deps(log: &SwimlaneLog, w: &mut impl Write) -> io::Result<()> {
     simpler_format::swimlane::write_deps(
         w,
         Some(SWIMLANE_SCHEMA_VERSION),
+        Some(simpler_format::swimlane::RUNTIME),
         log.tasks.iter().map(|t| d.task(t)),
         d.ids
             .tensors
@@ -137,7 +138,7 @@ impl<'a> DepsOf<'a> {
                     let (shape, strides) = l.dims();
                     DepArg {
                         idx: i as u32,
-                        kind: role_name(l.role),
+                        kind: arg_type(l.role),
                         tensor_id: Dec64(u64::from(id)),
                         dtype: Cow::Borrowed(l.dtype.name()),
                         shape,
@@ -184,6 +185,6 @@ impl<'a> DepsOf<'a> {
     }
 }
 
-fn role_name(r: ArgRole) -> Cow<'static, str> {
-    Cow::Borrowed(simpler_format::vocab::role_name(r))
+fn arg_type(r: ArgRole) -> Cow<'static, str> {
+    Cow::Borrowed(simpler_format::swimlane::dep_arg_type(r))
 }

@@ -22,6 +22,7 @@ use crate::stream::{list, str_val, JsonBuf};
 pub fn write_deps<A, D>(
     w: &mut impl Write,
     schema_version: Option<u32>,
+    runtime: Option<&str>,
     tasks: impl IntoIterator<Item = DepTask<A>>,
     tensors: impl IntoIterator<Item = DepTensor>,
     edges: impl IntoIterator<Item = DepEdge<D>>,
@@ -35,6 +36,11 @@ where
     if let Some(v) = schema_version {
         b.raw(b"\"schema_version\":");
         b.u64(u64::from(v));
+        b.raw(b",");
+    }
+    if let Some(r) = runtime {
+        b.raw(b"\"runtime\":");
+        str_val(b.vec(), r);
         b.raw(b",");
     }
     b.raw(b"\"tasks\":[");
@@ -231,6 +237,7 @@ mod tests {
         let s = &mut seed.clone();
         Deps {
             schema_version: seed.is_multiple_of(2).then_some(1),
+            runtime: seed.is_multiple_of(3).then(|| text(s)),
             tasks: (0..lcg(s) % 5)
                 .map(|_| DepTask {
                     task_id: Dec64(lcg(s) << 32),
@@ -261,6 +268,7 @@ mod tests {
             write_deps(
                 &mut by_hand,
                 d.schema_version,
+                d.runtime.as_deref(),
                 d.tasks.clone(),
                 d.tensors.clone(),
                 d.edges.clone(),

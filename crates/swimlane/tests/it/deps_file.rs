@@ -55,7 +55,7 @@ fn plain_deps(log: &SwimlaneLog) -> Deps {
         args: (args[&t.task_id.0].iter().enumerate())
             .map(|(i, (role, d, id))| DepArg {
                 idx: i as u32,
-                kind: Cow::Owned(simpler_format::vocab::role_name(*role).to_string()),
+                kind: Cow::Borrowed(simpler_format::swimlane::dep_arg_type(*role)),
                 tensor_id: Dec64(*id),
                 dtype: Cow::Owned(d.dtype.name().to_string()),
                 shape: dims(d).0,
@@ -96,6 +96,7 @@ fn plain_deps(log: &SwimlaneLog) -> Deps {
     });
     Deps {
         schema_version: Some(SWIMLANE_SCHEMA_VERSION),
+        runtime: Some(simpler_format::swimlane::RUNTIME.into()),
         tasks: tasks.collect(),
         tensors,
         edges: edges.collect(),

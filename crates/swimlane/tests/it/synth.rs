@@ -100,6 +100,7 @@ pub fn files(
     };
     let deps = Deps {
         schema_version: Some(1),
+        runtime: None,
         tasks: tasks
             .iter()
             .map(|&(id, k)| DepTask {
