@@ -323,6 +323,16 @@ impl DataSource {
 // ---------------------------------------------------------------------------
 // Reading, writing, validating
 
+/// `p` as the user named it: a source path is stored absolute (a spec
+/// file must work from anywhere), shown relative to the working folder
+/// when it lies below it, as the other messages show paths.
+fn shown(p: &Path) -> &Path {
+    match std::env::current_dir() {
+        Ok(d) => p.strip_prefix(d).unwrap_or(p),
+        Err(_) => p,
+    }
+}
+
 impl ReplaySpec {
     /// What an error about a spec rebuilt from dumps names as its file: the
     /// dump and dispatch its slots came from, so a bad field (`args[0].size`)
@@ -338,7 +348,7 @@ impl ReplaySpec {
             (None, None) => "its dispatch".to_string(),
         };
         match from {
-            Some(p) => format!("the spec rebuilt from {}, {what}", p.display()),
+            Some(p) => format!("the spec rebuilt from {}, {what}", shown(p).display()),
             None => format!("the spec rebuilt for {what}"),
         }
     }
