@@ -406,3 +406,40 @@ fn a_scalar_whose_value_and_bits_disagree_is_refused_in_every_dump() {
         );
     }
 }
+
+/// Our upstream-layout files carry `bits` beside the upstream `value`
+/// text: an edited value is refused there too (the value is compared as
+/// the 6-digit text the writer puts down for those bits), while a file
+/// as written reads.
+#[test]
+fn an_edited_scalar_value_is_refused_in_our_upstream_layout_too() {
+    let tmp = tempfile::tempdir().unwrap();
+    let args = [
+        "run",
+        "paged_attention",
+        "--case",
+        "CaseSmall1",
+        "--dump-tensor",
+        "--dump-layout",
+        "upstream",
+        "--output",
+        "u",
+    ];
+    let (code, _) = simpler(&args, tmp.path()).unwrap();
+    assert_eq!(code, 0);
+    let (code, _) = run(&["u", "--limit", "all"], tmp.path()).unwrap();
+    assert_eq!(code, 0, "as written it reads");
+    let path = tmp.path().join("u/args_dump/args_dump.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let at = text.find("\"value\":").expect("a scalar") + "\"value\":".len();
+    let end = at + text[at..].find(',').unwrap();
+    let old: f64 = text[at..end].trim().parse().unwrap();
+    let edited = format!("{}{}{}", &text[..at], old * 2.0 + 1.0, &text[end..]);
+    std::fs::write(&path, edited).unwrap();
+    let e = run(&["u", "--limit", "all"], tmp.path()).unwrap_err();
+    assert!(e.contains("args_dump.json: record "), "{e}");
+    assert!(
+        e.contains("field value: ") && e.contains("one of them was edited"),
+        "{e}"
+    );
+}

@@ -170,8 +170,21 @@ pub fn agrees(value: ScalarValue, dtype: DType, bits: u64) -> bool {
     }
 }
 
-/// The reader's words when [`agrees`] says no.
-pub fn disagreement(value: ScalarValue, dtype: DType, bits: u64) -> String {
+/// [`agrees`] for the upstream layout's `value` forms (6-digit floats,
+/// `null` for NaN, `"$Inf"`, raw UINT64): the value reads as the one the
+/// writer puts down for `bits` ([`encode_upstream`]) reads. Only our own
+/// upstream-layout files carry `bits` beside `value`.
+pub fn agrees_upstream(value: &WireValue, dtype: DType, bits: u64) -> bool {
+    let written = decode_upstream(value, dtype);
+    let canonical = decode_upstream(&encode_upstream(dtype, bits), dtype);
+    match (written, canonical) {
+        (Ok((a, _)), Ok((b, _))) => same_scalar(dtype, a, b),
+        _ => false,
+    }
+}
+
+/// The reader's words when [`agrees`] (or [`agrees_upstream`]) says no.
+pub fn disagreement(value: impl fmt::Display, dtype: DType, bits: u64) -> String {
     format!(
         "{value} but bits 0x{bits:016x} is {} as {}: one of them was edited (keep one, remove the other)",
         encode(dtype, bits),
@@ -514,6 +527,9 @@ mod tests {
             let text = serde_json::to_string(&encode(dtype, bits)).unwrap();
             let back: ScalarValue = serde_json::from_str(&text).unwrap();
             proptest::prop_assert!(agrees(back, dtype, bits), "{dtype:?} {bits:#x} {text}");
+            let text = serde_json::to_string(&encode_upstream(dtype, bits)).unwrap();
+            let back: WireValue = serde_json::from_str(&text).unwrap();
+            proptest::prop_assert!(agrees_upstream(&back, dtype, bits), "{dtype:?} {bits:#x} {text}");
         }
     }
 
@@ -541,6 +557,12 @@ mod tests {
             "0.25 but bits 0x0000000040000000 is 2.0 as FLOAT32: one of them was edited (keep one, remove the other)"
         );
         assert!(same_scalar(DType::Bfloat16, 0x7fc1, 0x7fc0));
+        // Upstream text: six digits, so only an edit beyond them shows.
+        let u = |t: &str| serde_json::from_str::<WireValue>(t).unwrap();
+        assert!(agrees_upstream(&u("0.25"), DType::Float32, f(0.25)));
+        assert!(agrees_upstream(&u("0.25"), DType::Float32, f(0.25) + 1));
+        assert!(!agrees_upstream(&u("0.5"), DType::Float32, f(0.25)));
+        assert!(!agrees_upstream(&u("3"), DType::Int32, 4));
         assert!(!same_scalar(DType::Int16, 0x7fc1, 0x7fc0));
     }
 

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 
 use simpler_core::{TaskId, MAX_DIMS};
 use simpler_format::hex::STRICT_FORM;
-use simpler_format::scalar::{agrees, decode, decode_upstream, disagreement, BitsOrigin};
+use simpler_format::scalar::{
+    agrees, agrees_upstream, decode, decode_upstream, disagreement, BitsOrigin,
+};
 use simpler_format::tensor_dump::{HexField, Layout, Record as Wire};
 use simpler_format::vocab::{Kind, Stage};
 use simpler_format::{echo, Error, ErrorKind};
@@ -280,13 +282,18 @@ impl Context {
         }
         if let Some(b) = &w.bits {
             self.hex(b, "bits", bad)?;
-            if self.layout.is_strict() {
-                if let Some(v) = &w.value {
+            match &w.value {
+                Some(v) if self.layout.is_strict() => {
                     let v = v.native().map_err(|m| bad("value", m))?;
                     if !agrees(v, w.dtype, b.value) {
                         return Err(bad("value", disagreement(v, w.dtype, b.value)));
                     }
                 }
+                Some(v) if !agrees_upstream(v, w.dtype, b.value) => {
+                    let shown = echo(&serde_json::to_string(v).unwrap_or_default());
+                    return Err(bad("value", disagreement(shown, w.dtype, b.value)));
+                }
+                _ => {}
             }
             return Ok((Some(b.value), Some(BitsOrigin::Recorded)));
         }
