@@ -145,6 +145,14 @@ fn with_parents(
     Ok((parents, create()))
 }
 
+/// Remove the parent folders a failed create made (innermost first), those
+/// still empty: another run may have put its folder in one meanwhile.
+fn remove_unused(parents: &[PathBuf]) {
+    for p in parents.iter().rev() {
+        simpler_format::durable::remove_dir_if_empty(p);
+    }
+}
+
 /// Create `--output DIR` in one step (its parents first): an existing
 /// directory or file is refused, and of two runs racing for one name only
 /// one gets it.
@@ -156,15 +164,10 @@ fn create_output(dir: &Path) -> Result<(PathBuf, Vec<PathBuf>)> {
                 dir.display()
             )
         })?;
-    let unused = |parents: &[PathBuf]| {
-        for p in parents.iter().rev() {
-            simpler_format::durable::remove_dir_if_empty(p);
-        }
-    };
     match created {
         Ok(()) => Ok((dir.to_path_buf(), parents)),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            unused(&parents);
+            remove_unused(&parents);
             if dir.is_dir() {
                 bail!(
                     "--output {}: the directory already exists and is never overwritten; choose a new one",
@@ -177,7 +180,7 @@ fn create_output(dir: &Path) -> Result<(PathBuf, Vec<PathBuf>)> {
             )
         }
         Err(e) => {
-            unused(&parents);
+            remove_unused(&parents);
             bail!(
                 "--output {}: cannot create the directory: {e}",
                 dir.display()
@@ -215,9 +218,7 @@ pub fn fresh_run_dir(root: &Path, workload: &str, case: &str) -> Result<(PathBuf
     })
     .with_context(|| format!("cannot create {}", root.display()))?;
     if let Err(e) = created {
-        for p in parents.iter().rev() {
-            simpler_format::durable::remove_dir_if_empty(p);
-        }
+        remove_unused(&parents);
         bail!(
             "cannot create a run directory under {}: {e}",
             root.display()

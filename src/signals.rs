@@ -126,18 +126,13 @@ pub fn install() -> Result<()> {
         .spawn(move || {
             for sig in signals.forever() {
                 if ABORTING.contains(&sig) {
-                    say(&format!(
-                        "{}: aborting, unfinished files removed",
+                    abort(
+                        sig,
                         match sig {
-                            SIGQUIT => "quit (SIGQUIT)",
-                            other => name(other),
-                        }
-                    ));
-                    let _frozen = simpler_format::durable::remove_unfinished();
-                    // Dies of the signal (its default action restored and
-                    // raised); the exit is the fallback.
-                    let _ = signal_hook::low_level::emulate_default_handler(sig);
-                    std::process::exit(128 + sig);
+                            SIGQUIT => "quit (SIGQUIT)".to_string(),
+                            other => name(other).to_string(),
+                        },
+                    );
                 }
                 if sig == SIGHUP {
                     leave_the_terminal(s.ttys);
@@ -153,17 +148,25 @@ pub fn install() -> Result<()> {
                     ));
                     s.token.cancel(format!("interrupted by {}", name(sig)));
                 } else {
-                    say(&format!(
-                        "interrupted by {}: aborting, unfinished files removed",
-                        name(sig)
-                    ));
-                    let _frozen = simpler_format::durable::remove_unfinished();
-                    std::process::exit(128 + sig);
+                    abort(sig, format!("interrupted by {}", name(sig)));
                 }
             }
         })
         .context("cannot start the signal thread")?;
     Ok(())
+}
+
+/// Say `what` happened, remove every unfinished file and folder, and end
+/// the process: an [`ABORTING`] signal kills it the way its default does
+/// (its default action restored and raised; the exit is the fallback),
+/// any other exits with 128 + the signal.
+fn abort(sig: i32, what: String) -> ! {
+    say(&format!("{what}: aborting, unfinished files removed"));
+    let _frozen = simpler_format::durable::remove_unfinished();
+    if ABORTING.contains(&sig) {
+        let _ = signal_hook::low_level::emulate_default_handler(sig);
+    }
+    std::process::exit(128 + sig);
 }
 
 /// `sig` was ignored when the process started: `nohup` ignores SIGHUP so

@@ -7,7 +7,7 @@
 //! manifest whose payload file is missing. Every file goes through the
 //! durable writer ([`crate::durable`]).
 //!
-//! A full disk (ENOSPC, EDQUOT), while the run streamed payload or here:
+//! A full disk (ENOSPC, EDQUOT, or EFBIG past a file-size limit), while the run streamed payload or here:
 //! the manifest is worth more than the newest payload. The `.bin` is cut to
 //! a fraction of its length (freeing that space), the records whose
 //! payload lay beyond are dropped (counted in `dropped_records`), and the

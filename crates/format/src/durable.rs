@@ -453,12 +453,10 @@ pub fn os_message(e: &io::Error) -> String {
 /// too large" (EFBIG: the file-size limit, `ulimit -f`, once SIGXFSZ is
 /// ignored), the errors that a shorter payload can cure.
 pub fn is_disk_full(e: &io::Error) -> bool {
-    const EDQUOT: i32 = 122;
-    const EFBIG: i32 = 27;
-    e.kind() == io::ErrorKind::StorageFull
-        || e.kind() == io::ErrorKind::QuotaExceeded
-        || e.kind() == io::ErrorKind::FileTooLarge
-        || matches!(e.raw_os_error(), Some(EDQUOT | EFBIG))
+    matches!(
+        e.kind(),
+        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded | io::ErrorKind::FileTooLarge
+    )
 }
 
 #[cfg(test)]

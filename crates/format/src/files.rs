@@ -38,11 +38,12 @@ pub const UPSTREAM_ORCH_ARGS_FILE: &str = "orch_args_dump.json";
 /// Missing, unreadable, or not a regular file (FIFO, device, socket,
 /// directory), naming the file.
 pub fn open_regular(path: &Path) -> Result<File, Error> {
-    let mut opts = OpenOptions::new();
-    opts.read(true);
-    #[cfg(target_os = "linux")]
-    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut opts, libc::O_NONBLOCK);
-    let f = opts.open(path).map_err(|e| Error::io(path, e))?;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| Error::io(path, e))?;
     let ft = f.metadata().map_err(|e| Error::io(path, e))?.file_type();
     if ft.is_file() {
         return Ok(f);

@@ -271,7 +271,7 @@ macro_rules! header_struct {
         /// Payload layout.
         #[serde(default)]
         pub bin_format: BinFormat,
-        /// Dump level (0–3); upstream `dump_args_level`.
+        /// Dump level (1–3; readers refuse others); upstream `dump_args_level`.
         #[serde(
             default,
             alias = "dump_args_level",

@@ -114,9 +114,10 @@ impl TensorArg {
         self.descriptor(0).extent_elems
     }
 
-    /// Dense row-major view ([`ChipTensor::is_dense`]).
+    /// Dense row-major view (the descriptor's `is_contiguous`, as
+    /// [`ChipTensor::refresh`] derives it).
     pub fn is_contiguous(&self) -> bool {
-        self.descriptor(0).is_dense()
+        self.descriptor(0).is_contiguous
     }
 
     /// Bytes the buffer needs to hold the view: `(start_offset + extent) × elem`.

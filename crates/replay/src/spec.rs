@@ -366,6 +366,7 @@ impl ReplaySpec {
                     format!("cannot read the replay spec: it is {what}, not a regular file")
                 }
                 simpler_format::ErrorKind::Io(io) => format!("cannot read the replay spec: {io}"),
+                // read_regular fails only in the two ways above.
                 _ => format!("cannot read the replay spec: {e}"),
             },
         })?;

@@ -169,6 +169,36 @@ fn a_missing_bin_file_key_means_args_bin() {
     assert_eq!(d.elements_f64(&d.records()[0]).unwrap(), vec![3.0, 4.0]);
 }
 
+/// An upstream `dump_args_level` outside 1–3 is refused under its own name.
+#[test]
+fn an_upstream_dump_args_level_outside_1_to_3_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    for level in [0u8, 4] {
+        write(
+            tmp.path(),
+            level,
+            json!(null),
+            vec![scalar(T, 0, "FLOAT32", json!(1.5))],
+            None,
+        );
+        let e = Dump::open(tmp.path()).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!(
+                "header field dump_args_level: {level}: expected 1, 2 or 3"
+            )),
+            "{e}"
+        );
+    }
+    write(
+        tmp.path(),
+        1,
+        json!(null),
+        vec![scalar(T, 0, "FLOAT32", json!(1.5))],
+        None,
+    );
+    assert!(Dump::open(tmp.path()).is_ok());
+}
+
 /// Our native dump of the same task as `upstream_edge_values_…` builds:
 /// one before_dispatch record of the input (no per-block repeat), typed
 /// scalars with exact bits, the output.
