@@ -106,10 +106,12 @@ fn dump_all_on_a_64_kib_disk_never_claims_complete() {
     }
 }
 
-/// One GM address of the run on the full disk against the same one of the
-/// reference run: the two chips' GM sit at different places, but their
-/// allocations are made in the same order, so every address of one run is
-/// the other's plus one constant, learnt from the first pair.
+/// One GM address of an orchestration argument of the run on the full disk
+/// against the same one of the reference run: the two chips' GM sit at
+/// different places, but the orchestration allocates its arguments in the
+/// same order before any task runs, so every such address of one run is
+/// the other's plus one constant, learnt from the first pair. (Task
+/// buffers reuse freed GM in an order timing decides: not comparable.)
 struct Rebase(Option<u64>);
 
 impl Rebase {
@@ -196,7 +198,10 @@ fn check_side_files(l: &Loaded, dir: &Path, room: &Path, workload: &str, what: &
             assert_eq!(d.args.len(), w.args.len(), "{at}: slots");
             for (s, ws) in d.args.iter().zip(&w.args) {
                 let at = format!("{at} slot {}", s.arg_index);
-                rebase.check(s.addr.map(|a| a.0), ws.addr.map(|a| a.0), &at);
+                // A task's buffers come from GM freed by the tasks that
+                // finished before it, in an order timing decides: only
+                // whether a slot has an address is the reference's.
+                assert_eq!(s.addr.is_some(), ws.addr.is_some(), "{at}: address");
                 assert_eq!(
                     (s.arg_index, s.kind, &s.dtype, &s.shape, &s.strides),
                     (ws.arg_index, ws.kind, &ws.dtype, &ws.shape, &ws.strides),
