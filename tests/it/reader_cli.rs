@@ -359,6 +359,18 @@ fn an_export_onto_a_full_disk_stops_with_one_error_and_leaves_only_whole_files()
     }
 }
 
+/// A folder holding `simpler run paged_attention --case CaseSmall1 FLAGS
+/// --output OUT`, which passed.
+fn small1_dump(flags: &[&str], out: &str) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut args = vec!["run", "paged_attention", "--case", "CaseSmall1"];
+    args.extend_from_slice(flags);
+    args.extend(["--output", out]);
+    let (code, _) = simpler(&args, tmp.path()).unwrap();
+    assert_eq!(code, 0);
+    tmp
+}
+
 /// `path`'s text with the first `"bits"` hex of a scalar changed in its
 /// lowest bit (inside every dtype's width, so the value it encodes moves).
 fn flip_first_bits(path: &Path) {
@@ -377,18 +389,7 @@ fn flip_first_bits(path: &Path) {
 /// while `dump view` and the replay use the other.
 #[test]
 fn a_scalar_whose_value_and_bits_disagree_is_refused_in_every_dump() {
-    let tmp = tempfile::tempdir().unwrap();
-    let args = [
-        "run",
-        "paged_attention",
-        "--case",
-        "CaseSmall1",
-        "--dump-all",
-        "--output",
-        "r",
-    ];
-    let (code, _) = simpler(&args, tmp.path()).unwrap();
-    assert_eq!(code, 0);
+    let tmp = small1_dump(&["--dump-all"], "r");
     for (file, what) in [
         ("tensor_dump.json", "record "),
         ("args_dump.json", "args["),
@@ -413,20 +414,7 @@ fn a_scalar_whose_value_and_bits_disagree_is_refused_in_every_dump() {
 /// as written reads.
 #[test]
 fn an_edited_scalar_value_is_refused_in_our_upstream_layout_too() {
-    let tmp = tempfile::tempdir().unwrap();
-    let args = [
-        "run",
-        "paged_attention",
-        "--case",
-        "CaseSmall1",
-        "--dump-tensor",
-        "--dump-layout",
-        "upstream",
-        "--output",
-        "u",
-    ];
-    let (code, _) = simpler(&args, tmp.path()).unwrap();
-    assert_eq!(code, 0);
+    let tmp = small1_dump(&["--dump-tensor", "--dump-layout", "upstream"], "u");
     let (code, _) = run(&["u", "--limit", "all"], tmp.path()).unwrap();
     assert_eq!(code, 0, "as written it reads");
     let path = tmp.path().join("u/args_dump/args_dump.json");
